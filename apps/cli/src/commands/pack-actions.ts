@@ -1,0 +1,191 @@
+import { lstat, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { computePackDigest, formatManifest, type PackDigest } from '@packwarden/pack-digest';
+import type { LoadedManifest } from '@packwarden/pack-manifest';
+import {
+  isPackManifestError,
+  listInstalledPacks,
+  resolvePack,
+  type ResolvedPack,
+} from '@packwarden/pack-manifest/resolve';
+import { EXIT } from '../errors.js';
+import { printJson, type CliIo } from '../io.js';
+
+interface JsonOption {
+  json?: boolean;
+}
+
+// yaml and zod cost tens of milliseconds to load: only commands that parse a manifest pay.
+const manifestLibrary = () => import('@packwarden/pack-manifest');
+
+async function loadPack(
+  io: CliIo,
+  ref: string,
+): Promise<{ resolved: ResolvedPack; loaded: LoadedManifest }> {
+  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  const { loadPackManifest } = await manifestLibrary();
+  return { resolved, loaded: loadPackManifest(resolved.dir) };
+}
+
+export async function packList(io: CliIo, options: JsonOption): Promise<number> {
+  const packs = await listInstalledPacks({ cwd: io.cwd, env: io.env });
+  if (options.json) {
+    printJson(io, { packs });
+    return EXIT.ok;
+  }
+  if (packs.length === 0) {
+    io.stdout.write(
+      'No packs installed (looked in ./.packwarden/agents and $PACKWARDEN_HOME/agents).\n',
+    );
+    return EXIT.ok;
+  }
+  const width = Math.max(...packs.map((pack) => pack.name.length));
+  for (const pack of packs) {
+    const version = pack.version ?? '-';
+    const note = pack.problem ? `  (broken: ${pack.problem})` : '';
+    io.stdout.write(
+      `${pack.name.padEnd(width)}  ${version.padEnd(12)}  ${pack.source.padEnd(9)}  ${pack.dir}${note}\n`,
+    );
+  }
+  return EXIT.ok;
+}
+
+export async function packValidate(io: CliIo, ref: string, options: JsonOption): Promise<number> {
+  try {
+    const { resolved, loaded } = await loadPack(io, ref);
+    const { name, version } = loaded.manifest.metadata;
+    if (options.json)
+      printJson(io, { valid: true, pack: { name, version }, dir: resolved.dir, issues: [] });
+    else io.stdout.write(`ok: ${name}@${version} is a valid Agent Pack (${loaded.file})\n`);
+    return EXIT.ok;
+  } catch (error) {
+    if (!isPackManifestError(error)) throw error;
+    if (options.json) {
+      printJson(io, {
+        valid: false,
+        error: { code: error.code, message: error.message },
+        file: error.file ?? null,
+        issues: error.issues,
+      });
+      return EXIT.failure;
+    }
+    if (error.issues.length > 0) {
+      io.stderr.write(`invalid: ${error.file ?? ref}\n`);
+      const { formatManifestIssue } = await manifestLibrary();
+      for (const issue of error.issues)
+        io.stderr.write(`  ${formatManifestIssue(issue, error.file)}\n`);
+      return EXIT.failure;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Starts hashing as soon as the pack folder is known, then loads and parses the manifest while
+ * the hashing threads work. A manifest error is reported first: it is the clearer one.
+ */
+async function digestAndLoad(
+  io: CliIo,
+  ref: string,
+): Promise<{ resolved: ResolvedPack; loaded: LoadedManifest; digest: PackDigest }> {
+  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  const hashing = computePackDigest(resolved.dir);
+  hashing.catch(() => undefined);
+  const { loadPackManifest } = await manifestLibrary();
+  const loaded = loadPackManifest(resolved.dir);
+  return { resolved, loaded, digest: await hashing };
+}
+
+export async function packDigest(
+  io: CliIo,
+  ref: string,
+  options: JsonOption & { files?: boolean },
+): Promise<number> {
+  const { resolved, loaded, digest } = await digestAndLoad(io, ref);
+  const { name, version } = loaded.manifest.metadata;
+  if (options.json) {
+    printJson(io, {
+      digest: digest.digest,
+      algorithm: digest.algorithm,
+      pack: { name, version },
+      dir: resolved.dir,
+      fileCount: digest.entries.length,
+      totalBytes: digest.totalBytes,
+      ...(options.files ? { files: digest.entries } : {}),
+    });
+  } else if (options.files) {
+    io.stdout.write(formatManifest(digest.entries));
+  } else {
+    io.stdout.write(`${digest.digest}  ${name}@${version}\n`);
+  }
+  return EXIT.ok;
+}
+
+export async function packInfo(io: CliIo, ref: string, options: JsonOption): Promise<number> {
+  const { resolved, loaded, digest } = await digestAndLoad(io, ref);
+  const { metadata, spec } = loaded.manifest;
+  const signed = await hasSignatureFile(resolved.dir);
+  const executable = digest.entries
+    .filter((entry) => entry.mode === 'x')
+    .map((entry) => entry.path);
+  const engineFolders = [
+    ...new Set(digest.entries.map((entry) => entry.path.split('/')[0]!)),
+  ].filter((top) => ['.claude', '.codex', '.agent-hippo'].includes(top));
+  const info = {
+    pack: { name: metadata.name, version: metadata.version },
+    description: metadata.description ?? null,
+    author: metadata.author ?? null,
+    engine: spec.engine ?? null,
+    model: spec.model ?? null,
+    fileAccess: spec.permissions?.fileAccess ?? null,
+    dir: resolved.dir,
+    source: resolved.source,
+    signatureFile: signed,
+    digest: digest.digest,
+    fileCount: digest.entries.length,
+    totalBytes: digest.totalBytes,
+    executableFiles: executable,
+    engineFolders,
+  };
+  if (options.json) {
+    printJson(io, info);
+    return EXIT.ok;
+  }
+  const rows: Array<[string, string]> = [
+    ['pack', `${metadata.name}@${metadata.version}`],
+    ['description', metadata.description ?? '-'],
+    ['engine', spec.engine ?? '-'],
+    ['model', spec.model ?? '-'],
+    ['file access', spec.permissions?.fileAccess ?? '- (not declared)'],
+    ['folder', `${resolved.dir} (${resolved.source})`],
+    [
+      'pack.sig',
+      signed ? 'present (check it with `packwarden pack verify`)' : 'absent: the pack is unsigned',
+    ],
+    ['files', `${digest.entries.length} (${digest.totalBytes} bytes)`],
+    ['executable', executable.length === 0 ? 'none' : executable.join(', ')],
+    ['engine folders', engineFolders.length === 0 ? 'none' : engineFolders.join(', ')],
+    ['digest', digest.digest],
+  ];
+  for (const [label, value] of rows) io.stdout.write(`${label.padEnd(15)} ${value}\n`);
+  return EXIT.ok;
+}
+
+async function hasSignatureFile(dir: string): Promise<boolean> {
+  return lstat(resolve(dir, 'pack.sig')).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function packSchema(io: CliIo, options: { output?: string }): Promise<number> {
+  const { agentManifestJsonSchema } = await manifestLibrary();
+  const text = `${JSON.stringify(agentManifestJsonSchema(), null, 2)}\n`;
+  if (options.output) {
+    await writeFile(resolve(io.cwd, options.output), text);
+    io.stderr.write(`wrote ${options.output}\n`);
+  } else {
+    io.stdout.write(text);
+  }
+  return EXIT.ok;
+}

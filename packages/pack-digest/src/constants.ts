@@ -1,0 +1,20 @@
+/** The first line of every v1 manifest, and the value of `digestAlg` in a packwarden `pack.sig`. */
+export const DIGEST_ALGORITHM = 'packwarden-digest/1';
+
+/** The one path the digest leaves out: the signature at the pack root. */
+export const DIGEST_EXCLUDED_PATH = 'pack.sig';
+
+export interface PackDigestLimits {
+  /** Files and symlinks counted together. Default 200,000. */
+  maxEntries: number;
+  /** Folder nesting below the root. Default 64. */
+  maxDepth: number;
+  /** UTF-8 bytes of one pack-relative path. Default 4,096. */
+  maxPathBytes: number;
+}
+
+export const DEFAULT_DIGEST_LIMITS: Readonly<PackDigestLimits> = Object.freeze({
+  maxEntries: 200_000,
+  maxDepth: 64,
+  maxPathBytes: 4096,
+});

@@ -1,0 +1,202 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as crypto from 'node:crypto';
+import { lstatSync } from 'node:fs';
+import { readlink, realpath, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { DEFAULT_DIGEST_LIMITS, DIGEST_ALGORITHM, type PackDigestLimits } from './constants.js';
+import { PackDigestError } from './errors.js';
+import { hashRegularFileSync, type HashedFile } from './hash-file.js';
+import { HASH_BUFFER_BYTES, hashFilesInWorkers } from './hash-pool.js';
+import { digestManifest, type PackManifestEntry } from './manifest.js';
+import { walkPack, type WalkedEntry } from './walk.js';
+
+export interface PackDigestEntry extends PackManifestEntry {
+  /** Bytes of content (of the link target for a symlink). */
+  size: number;
+}
+
+export interface PackDigest {
+  algorithm: typeof DIGEST_ALGORITHM;
+  /** Lowercase hex SHA-256 of the manifest. */
+  digest: string;
+  /** The manifest entries, in manifest order. */
+  entries: PackDigestEntry[];
+  /** Sum of `size` over all entries. */
+  totalBytes: number;
+  /** The resolved pack root that was read. */
+  root: string;
+}
+
+export interface ComputePackDigestOptions {
+  /**
+   * Hashing threads to use at most. Default: the machine's available parallelism. Small packs
+   * are always hashed on the calling thread: starting threads costs more than it saves there.
+   */
+  threads?: number;
+  /**
+   * `auto` (default) hashes on worker threads only when the pack is large enough for that to
+   * pay; `never` keeps all hashing on the calling thread; `always` uses threads whenever
+   * `threads` > 1 and there are two files or more.
+   */
+  parallel?: 'auto' | 'never' | 'always';
+  /** Refusal limits; each defaults to `DEFAULT_DIGEST_LIMITS`. */
+  limits?: Partial<PackDigestLimits>;
+  signal?: AbortSignal;
+}
+
+// Below these, starting worker threads (~20 ms each) costs more than a second core saves.
+const PARALLEL_MIN_FILES = 2048;
+const PARALLEL_MIN_BYTES = 24 * 1024 * 1024;
+// How much the calling thread hashes before yielding to the event loop.
+const YIELD_EVERY_BYTES = 4 * 1024 * 1024;
+const YIELD_EVERY_FILES = 64;
+
+/**
+ * Computes Pack digest v1 of the directory at `root` (see SPEC.md): reads every file once, in
+ * bounded memory, on several threads when the pack is large enough for that to pay.
+ */
+export async function computePackDigest(
+  root: string,
+  options: ComputePackDigestOptions = {},
+): Promise<PackDigest> {
+  const limits: PackDigestLimits = { ...DEFAULT_DIGEST_LIMITS, ...options.limits };
+  const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
+  const { signal } = options;
+  try {
+    const resolvedRoot = await resolveRoot(root);
+    const walked = await walkPack(resolvedRoot, limits, signal);
+    const files = walked.filter((entry) => entry.kind === 'file');
+    const links = walked.filter((entry) => entry.kind === 'symlink');
+
+    const [fileHashes, linkEntries] = await Promise.all([
+      hashFiles(files, threads, options.parallel ?? 'auto', signal),
+      Promise.all(links.map(hashSymlink)),
+    ]);
+
+    const entries: PackDigestEntry[] = linkEntries;
+    files.forEach((file, index) => {
+      const hashed = fileHashes[index]!;
+      if (!hashed.ok) {
+        throw new PackDigestError(
+          hashed.reason === 'changed' ? 'ERR_DIGEST_TREE_CHANGED' : 'ERR_DIGEST_IO',
+          hashed.reason === 'changed'
+            ? `${file.path} changed while the pack was read (${hashed.message})`
+            : `cannot read ${file.path}: ${hashed.message}`,
+          { path: file.path },
+        );
+      }
+      entries.push({
+        path: file.path,
+        mode: hashed.executable ? 'x' : 'f',
+        sha256: hashed.sha256,
+        size: hashed.size,
+      });
+    });
+
+    const keyed = entries.map((entry) => ({ entry, key: Buffer.from(entry.path, 'utf8') }));
+    keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+    const sorted = keyed.map(({ entry }) => entry);
+    let totalBytes = 0;
+    for (const entry of sorted) totalBytes += entry.size;
+    return {
+      algorithm: DIGEST_ALGORITHM,
+      digest: digestManifest(sorted),
+      entries: sorted,
+      totalBytes,
+      root: resolvedRoot,
+    };
+  } catch (error) {
+    if (signal?.aborted) {
+      throw new PackDigestError('ERR_DIGEST_ABORTED', 'computing the pack digest was aborted', {
+        cause: signal.reason,
+      });
+    }
+    throw error;
+  }
+}
+
+async function resolveRoot(root: string): Promise<string> {
+  let resolved: string;
+  try {
+    resolved = await realpath(root);
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new PackDigestError('ERR_DIGEST_ROOT_NOT_FOUND', `no pack at ${root}`, { cause });
+    }
+    throw new PackDigestError('ERR_DIGEST_IO', `cannot open ${root}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  const info = await stat(resolved);
+  if (!info.isDirectory()) {
+    throw new PackDigestError('ERR_DIGEST_ROOT_NOT_DIRECTORY', `${root} is not a directory`);
+  }
+  return resolved;
+}
+
+async function hashSymlink(entry: WalkedEntry): Promise<PackDigestEntry> {
+  let target: Buffer;
+  try {
+    target = await readlink(entry.absolutePath, { encoding: 'buffer' });
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    throw new PackDigestError(
+      code === 'EINVAL' || code === 'ENOENT' ? 'ERR_DIGEST_TREE_CHANGED' : 'ERR_DIGEST_IO',
+      `cannot read the symlink ${entry.path}: ${(cause as Error).message}`,
+      { path: entry.path, cause },
+    );
+  }
+  return {
+    path: entry.path,
+    mode: 'l',
+    sha256: createHash('sha256').update(target).digest('hex'),
+    size: target.length,
+  };
+}
+
+async function hashFiles(
+  files: readonly WalkedEntry[],
+  threads: number,
+  parallel: 'auto' | 'never' | 'always',
+  signal?: AbortSignal,
+): Promise<HashedFile[]> {
+  const paths = files.map((file) => file.absolutePath);
+  const useThreads =
+    parallel !== 'never' &&
+    threads > 1 &&
+    files.length > 1 &&
+    (parallel === 'always' || shouldUseThreads(paths));
+  if (useThreads) {
+    return hashFilesInWorkers(paths, Math.min(threads, files.length), signal);
+  }
+  const buffer = Buffer.allocUnsafe(HASH_BUFFER_BYTES);
+  const results: HashedFile[] = [];
+  let bytesSinceYield = 0;
+  for (let i = 0; i < paths.length; i++) {
+    const hashed = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+    results.push(hashed);
+    if (hashed.ok) bytesSinceYield += hashed.size;
+    if (bytesSinceYield >= YIELD_EVERY_BYTES || i % YIELD_EVERY_FILES === YIELD_EVERY_FILES - 1) {
+      bytesSinceYield = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (signal?.aborted) throw signal.reason;
+    }
+  }
+  return results;
+}
+
+function shouldUseThreads(paths: readonly string[]): boolean {
+  if (paths.length >= PARALLEL_MIN_FILES) return true;
+  let bytes = 0;
+  for (const path of paths) {
+    try {
+      bytes += lstatSync(path).size;
+    } catch {
+      // The hashing pass reports it properly.
+    }
+    if (bytes >= PARALLEL_MIN_BYTES) return true;
+  }
+  return false;
+}

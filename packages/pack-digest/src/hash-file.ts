@@ -1,0 +1,72 @@
+import type * as FsModule from 'node:fs';
+import type * as CryptoModule from 'node:crypto';
+
+export type HashedFile =
+  | { ok: true; sha256: string; size: number; executable: boolean }
+  | { ok: false; reason: 'changed' | 'io'; message: string };
+
+/**
+ * Hashes one regular file without following a symlink and without blocking on a FIFO that was
+ * swapped in after the walk: open with O_NOFOLLOW | O_NONBLOCK, then trust only fstat.
+ *
+ * This function runs both in the calling thread and, through its source text, inside hashing
+ * workers (see hash-pool.ts), so it must reference nothing but its parameters and globals.
+ */
+export function hashRegularFileSync(
+  fs: typeof FsModule,
+  crypto: typeof CryptoModule,
+  absolutePath: string,
+  buffer: Buffer,
+): HashedFile {
+  const flags =
+    fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
+  let fd: number;
+  try {
+    fd = fs.openSync(absolutePath, flags);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    // ELOOP: it is a symlink now; ENOENT: it is gone. Either way the tree moved under us.
+    const changed = code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR';
+    return {
+      ok: false,
+      reason: changed ? 'changed' : 'io',
+      message: String((error as Error).message),
+    };
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile())
+      return { ok: false, reason: 'changed', message: 'no longer a regular file' };
+    const executable = (stat.mode & 0o100) !== 0;
+    const changed = (size: number): HashedFile => ({
+      ok: false,
+      reason: 'changed',
+      message: `size changed while reading (${stat.size} → ${size} bytes)`,
+    });
+    // Most pack files fit one read: hash them in one call and skip the read that finds EOF.
+    const first = fs.readSync(fd, buffer, 0, buffer.length, null);
+    if (first < buffer.length) {
+      if (first !== stat.size) return changed(first);
+      return {
+        ok: true,
+        sha256: crypto.hash('sha256', buffer.subarray(0, first), 'hex'),
+        size: first,
+        executable,
+      };
+    }
+    const hash = crypto.createHash('sha256').update(buffer);
+    let size = first;
+    for (;;) {
+      const read = fs.readSync(fd, buffer, 0, buffer.length, null);
+      if (read === 0) break;
+      hash.update(read === buffer.length ? buffer : buffer.subarray(0, read));
+      size += read;
+    }
+    if (size !== stat.size) return changed(size);
+    return { ok: true, sha256: hash.digest('hex'), size, executable };
+  } catch (error) {
+    return { ok: false, reason: 'io', message: String((error as Error).message) };
+  } finally {
+    fs.closeSync(fd);
+  }
+}

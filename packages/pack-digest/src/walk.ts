@@ -1,0 +1,214 @@
+import type { Dirent } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DIGEST_EXCLUDED_PATH, type PackDigestLimits } from './constants.js';
+import { PackDigestError, type UnsupportedFileType } from './errors.js';
+
+export interface WalkedEntry {
+  /** Where to read it: the on-disk name, which may be NFD (e.g. on macOS). */
+  absolutePath: string;
+  /** The manifest path: pack-relative, `/`-separated, NFC. */
+  path: string;
+  kind: 'file' | 'symlink';
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const DIRECTORY_CONCURRENCY = 8;
+
+function hasControlByte(name: Buffer): boolean {
+  for (const byte of name) if (byte < 0x20 || byte === 0x7f) return true;
+  return false;
+}
+
+function displayPath(relativeDir: string, name: string): string {
+  return relativeDir === '' ? name : `${relativeDir}/${name}`;
+}
+
+function decodeName(raw: Buffer, relativeDir: string): string {
+  let name: string;
+  try {
+    name = utf8.decode(raw);
+  } catch (cause) {
+    const shown = displayPath(relativeDir, raw.toString('utf8'));
+    throw new PackDigestError(
+      'ERR_DIGEST_INVALID_UTF8_NAME',
+      `name is not valid UTF-8: ${JSON.stringify(shown)}`,
+      {
+        path: shown,
+        cause,
+      },
+    );
+  }
+  if (hasControlByte(raw)) {
+    const shown = displayPath(relativeDir, name);
+    throw new PackDigestError(
+      'ERR_DIGEST_CONTROL_CHARACTER',
+      `name contains a control character: ${JSON.stringify(shown)}`,
+      {
+        path: shown,
+      },
+    );
+  }
+  return name;
+}
+
+type DirentKind = 'directory' | 'file' | 'symlink' | UnsupportedFileType;
+
+function direntKind(dirent: Dirent<Buffer>): DirentKind | undefined {
+  if (dirent.isDirectory()) return 'directory';
+  if (dirent.isFile()) return 'file';
+  if (dirent.isSymbolicLink()) return 'symlink';
+  if (dirent.isFIFO()) return 'fifo';
+  if (dirent.isSocket()) return 'socket';
+  if (dirent.isCharacterDevice()) return 'character-device';
+  if (dirent.isBlockDevice()) return 'block-device';
+  return undefined; // DT_UNKNOWN: some filesystems do not report the type in readdir
+}
+
+async function statKind(absolutePath: string): Promise<DirentKind> {
+  const stat = await lstat(absolutePath);
+  if (stat.isDirectory()) return 'directory';
+  if (stat.isFile()) return 'file';
+  if (stat.isSymbolicLink()) return 'symlink';
+  if (stat.isFIFO()) return 'fifo';
+  if (stat.isSocket()) return 'socket';
+  if (stat.isCharacterDevice()) return 'character-device';
+  if (stat.isBlockDevice()) return 'block-device';
+  return 'unknown';
+}
+
+function ioError(error: unknown, path: string): PackDigestError {
+  const code = (error as { code?: string }).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') {
+    return new PackDigestError(
+      'ERR_DIGEST_TREE_CHANGED',
+      `${path || '.'} disappeared while the pack was read`,
+      {
+        path,
+        cause: error,
+      },
+    );
+  }
+  return new PackDigestError(
+    'ERR_DIGEST_IO',
+    `cannot read ${path || '.'}: ${(error as Error).message}`,
+    {
+      path,
+      cause: error,
+    },
+  );
+}
+
+/**
+ * Lists every regular file and symlink under `root` (already resolved, a directory), never
+ * following symlinks, refusing what spec rule 3 refuses, within `limits`. Order is unspecified.
+ */
+export async function walkPack(
+  root: string,
+  limits: PackDigestLimits,
+  signal?: AbortSignal,
+): Promise<WalkedEntry[]> {
+  const entries: WalkedEntry[] = [];
+  const queue: Array<{ absolutePath: string; path: string; depth: number }> = [
+    { absolutePath: root, path: '', depth: 0 },
+  ];
+
+  const visit = async (dir: { absolutePath: string; path: string; depth: number }) => {
+    let dirents: Dirent<Buffer>[];
+    try {
+      dirents = await readdir(dir.absolutePath, { withFileTypes: true, encoding: 'buffer' });
+    } catch (error) {
+      throw ioError(error, dir.path);
+    }
+    const seen = new Map<string, string>();
+    for (const dirent of dirents) {
+      const name = decodeName(dirent.name, dir.path);
+      const nfc = name.normalize('NFC');
+      const path = displayPath(dir.path, nfc);
+      const other = seen.get(nfc);
+      if (other !== undefined) {
+        throw new PackDigestError(
+          'ERR_DIGEST_NFC_COLLISION',
+          `${JSON.stringify(displayPath(dir.path, other))} and ${JSON.stringify(displayPath(dir.path, name))} are the same name after NFC normalisation`,
+          { path },
+        );
+      }
+      seen.set(nfc, name);
+      if (dir.depth === 0 && nfc === DIGEST_EXCLUDED_PATH) continue;
+      if (Buffer.byteLength(path) > limits.maxPathBytes) {
+        throw new PackDigestError(
+          'ERR_DIGEST_PATH_TOO_LONG',
+          `path longer than ${limits.maxPathBytes} bytes: ${path.slice(0, 120)}…`,
+          {
+            path,
+          },
+        );
+      }
+      const absolutePath = join(dir.absolutePath, name);
+      let kind = direntKind(dirent);
+      if (kind === undefined) {
+        try {
+          kind = await statKind(absolutePath);
+        } catch (error) {
+          throw ioError(error, path);
+        }
+      }
+      if (kind === 'directory') {
+        if (dir.depth + 1 > limits.maxDepth) {
+          throw new PackDigestError(
+            'ERR_DIGEST_TOO_DEEP',
+            `folders nest deeper than ${limits.maxDepth} levels at ${path}`,
+            { path },
+          );
+        }
+        queue.push({ absolutePath, path, depth: dir.depth + 1 });
+      } else if (kind === 'file' || kind === 'symlink') {
+        if (entries.length >= limits.maxEntries) {
+          throw new PackDigestError(
+            'ERR_DIGEST_TOO_MANY_ENTRIES',
+            `the pack has more than ${limits.maxEntries} files`,
+            { path },
+          );
+        }
+        entries.push({ absolutePath, path, kind });
+      } else {
+        throw new PackDigestError(
+          'ERR_DIGEST_UNSUPPORTED_TYPE',
+          `${path} is a ${kind}; packs may hold only files, folders and symlinks`,
+          {
+            path,
+            fileType: kind,
+          },
+        );
+      }
+    }
+  };
+
+  // A small pool of concurrent readdir calls: folders are independent, and the thread pool
+  // overlaps their latency. The first error wins and stops the others from taking new work.
+  let failure: unknown;
+  const drain = async () => {
+    while (queue.length > 0 && failure === undefined) {
+      if (signal?.aborted) throw signal.reason;
+      const dir = queue.pop()!;
+      await visit(dir);
+    }
+  };
+  const workers = new Set<Promise<void>>();
+  while (queue.length > 0 || workers.size > 0) {
+    while (queue.length > 0 && workers.size < DIRECTORY_CONCURRENCY && failure === undefined) {
+      const worker: Promise<void> = drain().catch((error: unknown) => {
+        failure ??= error;
+      });
+      const tracked = worker.finally(() => workers.delete(tracked));
+      workers.add(tracked);
+    }
+    if (workers.size === 0) break;
+    await Promise.race(workers);
+    if (failure !== undefined) {
+      await Promise.allSettled(workers);
+      throw failure;
+    }
+  }
+  return entries;
+}

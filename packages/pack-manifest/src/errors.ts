@@ -1,0 +1,66 @@
+/** Every way loading or resolving a pack can fail. Codes are API: documented, never reused. */
+export type PackManifestErrorCode =
+  /** The folder has no `agent.yaml`. */
+  | 'ERR_MANIFEST_NOT_FOUND'
+  /** `agent.yaml` is a symlink, folder or device: refused, so nothing outside the pack is read. */
+  | 'ERR_MANIFEST_NOT_REGULAR_FILE'
+  /** `agent.yaml` is larger than `maxBytes`. */
+  | 'ERR_MANIFEST_TOO_LARGE'
+  /** `agent.yaml` is not valid UTF-8, not YAML, or more than one YAML document. */
+  | 'ERR_MANIFEST_YAML'
+  /** The YAML is fine but does not follow the Agent Pack Specification v1; see `issues`. */
+  | 'ERR_MANIFEST_INVALID'
+  /** The operating system refused to read the manifest or a pack folder. */
+  | 'ERR_MANIFEST_IO'
+  /** A pack reference is neither a path nor a valid `name[@version]`. */
+  | 'ERR_PACK_REF_INVALID'
+  /** No pack by that name (or version) in the workspace or `$PACKWARDEN_HOME`. */
+  | 'ERR_PACK_NOT_FOUND'
+  /** `current.txt` of an installed pack is missing, empty or not a version. */
+  | 'ERR_PACK_CURRENT_INVALID';
+
+export interface ManifestIssue {
+  /** Dotted field path, e.g. `metadata.version` (empty for the document itself). */
+  field: string;
+  message: string;
+  /** 1-based line and column in `agent.yaml`, when known. */
+  line?: number;
+  column?: number;
+}
+
+export interface PackManifestErrorOptions {
+  /** The file or folder the error is about. */
+  file?: string;
+  issues?: ManifestIssue[];
+  cause?: unknown;
+}
+
+export class PackManifestError extends Error {
+  override readonly name = 'PackManifestError';
+  readonly code: PackManifestErrorCode;
+  readonly file: string | undefined;
+  readonly issues: ManifestIssue[];
+
+  constructor(
+    code: PackManifestErrorCode,
+    message: string,
+    options: PackManifestErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.file = options.file;
+    this.issues = options.issues ?? [];
+  }
+}
+
+export function isPackManifestError(value: unknown): value is PackManifestError {
+  return value instanceof PackManifestError;
+}
+
+/** `file:line:column field: message`, the way compilers print it. */
+export function formatManifestIssue(issue: ManifestIssue, file = 'agent.yaml'): string {
+  const where = issue.line === undefined ? file : `${file}:${issue.line}:${issue.column ?? 1}`;
+  return issue.field === ''
+    ? `${where} ${issue.message}`
+    : `${where} ${issue.field}: ${issue.message}`;
+}

@@ -1,0 +1,235 @@
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  isMap,
+  isPair,
+  isScalar,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node,
+} from 'yaml';
+import type { core } from 'zod';
+import { PackManifestError, type ManifestIssue } from './errors.js';
+import { AgentManifestSchema, MANIFEST_FILE, type AgentManifest } from './schema.js';
+
+export interface ParseManifestOptions {
+  /** Shown in messages. Default `agent.yaml`. */
+  file?: string;
+}
+
+export interface LoadManifestOptions extends ParseManifestOptions {
+  /** Refuse a larger `agent.yaml`. Default 256 KiB. */
+  maxBytes?: number;
+}
+
+export interface LoadedManifest {
+  manifest: AgentManifest;
+  /** Absolute path of the `agent.yaml` that was read. */
+  file: string;
+  /** The pack folder. */
+  dir: string;
+}
+
+export const DEFAULT_MANIFEST_MAX_BYTES = 256 * 1024;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads and validates `<dir>/agent.yaml`. The file must be a regular file (a symlink could make
+ * a pack read something outside itself) no larger than `maxBytes`.
+ */
+export function loadPackManifest(dir: string, options: LoadManifestOptions = {}): LoadedManifest {
+  const file = join(dir, MANIFEST_FILE);
+  const maxBytes = options.maxBytes ?? DEFAULT_MANIFEST_MAX_BYTES;
+  const shown = options.file ?? file;
+  let fd: number;
+  try {
+    fd = openSync(
+      file,
+      constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+    );
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new PackManifestError(
+        'ERR_MANIFEST_NOT_FOUND',
+        `no ${MANIFEST_FILE} in ${dir}: is this an Agent Pack folder?`,
+        {
+          file: shown,
+          cause,
+        },
+      );
+    }
+    if (code === 'ELOOP') {
+      throw new PackManifestError(
+        'ERR_MANIFEST_NOT_REGULAR_FILE',
+        `${shown} is a symlink; a pack's manifest must be a regular file`,
+        {
+          file: shown,
+          cause,
+        },
+      );
+    }
+    throw new PackManifestError(
+      'ERR_MANIFEST_IO',
+      `cannot read ${shown}: ${(cause as Error).message}`,
+      { file: shown, cause },
+    );
+  }
+  let bytes: Buffer;
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) {
+      throw new PackManifestError(
+        'ERR_MANIFEST_NOT_REGULAR_FILE',
+        `${shown} is not a regular file`,
+        { file: shown },
+      );
+    }
+    if (stat.size > maxBytes) {
+      throw new PackManifestError(
+        'ERR_MANIFEST_TOO_LARGE',
+        `${shown} is ${stat.size} bytes; the limit is ${maxBytes}`,
+        {
+          file: shown,
+        },
+      );
+    }
+    // Read one byte past the limit so a file that grew after fstat is still refused.
+    bytes = Buffer.allocUnsafe(maxBytes + 1);
+    let length = 0;
+    for (;;) {
+      const read = readSync(fd, bytes, length, bytes.length - length, null);
+      if (read === 0) break;
+      length += read;
+      if (length > maxBytes) {
+        throw new PackManifestError(
+          'ERR_MANIFEST_TOO_LARGE',
+          `${shown} is larger than ${maxBytes} bytes`,
+          { file: shown },
+        );
+      }
+    }
+    bytes = bytes.subarray(0, length);
+  } catch (cause) {
+    if (cause instanceof PackManifestError) throw cause;
+    throw new PackManifestError(
+      'ERR_MANIFEST_IO',
+      `cannot read ${shown}: ${(cause as Error).message}`,
+      { file: shown, cause },
+    );
+  } finally {
+    closeSync(fd);
+  }
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch (cause) {
+    throw new PackManifestError('ERR_MANIFEST_YAML', `${shown} is not valid UTF-8`, {
+      file: shown,
+      cause,
+    });
+  }
+  return { manifest: parsePackManifest(text, { file: shown }), file, dir };
+}
+
+/** Parses and validates manifest text (block or flow YAML, or JSON). */
+export function parsePackManifest(text: string, options: ParseManifestOptions = {}): AgentManifest {
+  const file = options.file ?? MANIFEST_FILE;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text.replace(/^\uFEFF/, ''), {
+    lineCounter,
+    prettyErrors: false,
+    uniqueKeys: true,
+    strict: true,
+    version: '1.2',
+    schema: 'core',
+    customTags: [],
+  });
+  const at = (offset: number | undefined) => {
+    if (offset === undefined) return {};
+    const { line, col } = lineCounter.linePos(offset);
+    return { line, column: col };
+  };
+  // Warnings too (an unresolved tag such as !!js/function, a collection used as a key): a
+  // manifest that needs interpretation is refused rather than guessed at.
+  const problems = [...doc.errors, ...doc.warnings];
+  if (problems.length > 0) {
+    const issues: ManifestIssue[] = problems.map((error) => ({
+      field: '',
+      message: error.message.split('\n')[0]!,
+      ...at(error.pos[0]),
+    }));
+    throw new PackManifestError(
+      'ERR_MANIFEST_YAML',
+      `${file} is not valid YAML: ${issues[0]!.message}`,
+      { file, issues },
+    );
+  }
+  let data: unknown;
+  try {
+    // Aliases are the one way a small YAML file expands into a huge object ("billion laughs").
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (cause) {
+    throw new PackManifestError('ERR_MANIFEST_YAML', `${file}: ${(cause as Error).message}`, {
+      file,
+      cause,
+    });
+  }
+  const result = AgentManifestSchema.safeParse(data);
+  if (result.success) return result.data;
+  const issues = result.error.issues.flatMap((issue) => describeIssue(issue, doc, at));
+  throw new PackManifestError(
+    'ERR_MANIFEST_INVALID',
+    `${file} does not follow the Agent Pack Specification v1:\n${issues
+      .map(
+        (issue) =>
+          `  ${issue.line === undefined ? '' : `line ${issue.line}: `}${issue.field || '(document)'}: ${issue.message}`,
+      )
+      .join('\n')}`,
+    { file, issues },
+  );
+}
+
+type PositionOf = (offset: number | undefined) => { line?: number; column?: number };
+
+function describeIssue(issue: core.$ZodIssue, doc: Document, at: PositionOf): ManifestIssue[] {
+  const path = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((key) => ({
+      field: [...path, key].join('.'),
+      message: `unknown field "${key}" (allowed at the top level: apiVersion, kind, metadata, spec)`,
+      ...at(keyOffset(doc, path, key)),
+    }));
+  }
+  const node = nodeAt(doc, path);
+  let message = issue.message;
+  if (issue.code === 'invalid_type' && node === undefined) message = 'is required';
+  const offset = node?.range?.[0] ?? nearestOffset(doc, path);
+  return [{ field: path.join('.'), message, ...at(offset) }];
+}
+
+function nodeAt(doc: Document, path: string[]): Node | undefined {
+  if (path.length === 0) return (doc.contents as Node | null) ?? undefined;
+  const node = doc.getIn(path, true) as unknown;
+  return node && typeof node === 'object' && 'range' in node ? (node as Node) : undefined;
+}
+
+/** Where the closest existing ancestor of a missing field is. */
+function nearestOffset(doc: Document, path: string[]): number | undefined {
+  for (let i = path.length - 1; i >= 0; i--) {
+    const offset = keyOffset(doc, path.slice(0, i), path[i]!);
+    if (offset !== undefined) return offset;
+  }
+  return (doc.contents as Node | null)?.range?.[0];
+}
+
+function keyOffset(doc: Document, parentPath: string[], key: string): number | undefined {
+  const parent = nodeAt(doc, parentPath);
+  if (!isMap(parent)) return undefined;
+  for (const pair of parent.items) {
+    if (isPair(pair) && isScalar(pair.key) && String(pair.key.value) === key)
+      return pair.key.range?.[0];
+  }
+  return undefined;
+}

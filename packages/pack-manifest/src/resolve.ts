@@ -1,0 +1,218 @@
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
+import { packwardenHome, type Env } from './env.js';
+import { PackManifestError } from './errors.js';
+import { isPackName, isSemver } from './names.js';
+
+const MANIFEST_FILE = 'agent.yaml';
+
+export type PackSource = 'path' | 'workspace' | 'home';
+
+export interface ResolvedPack {
+  /** Absolute pack folder (the one holding `agent.yaml`). */
+  dir: string;
+  source: PackSource;
+  /** The name looked up, for `workspace` and `home`. */
+  name?: string;
+  /** The installed version chosen, for `home`. */
+  version?: string;
+}
+
+export interface ResolvePackOptions {
+  /** Where relative paths and the workspace `.packwarden/agents/` start. Default `process.cwd()`. */
+  cwd?: string;
+  /** Environment for `PACKWARDEN_HOME`. Default `process.env`. */
+  env?: Env;
+}
+
+export const WORKSPACE_AGENTS_DIR = join('.packwarden', 'agents');
+export const CURRENT_FILE = 'current.txt';
+
+/** True when `ref` is written as a path rather than a pack name. */
+export function looksLikePath(ref: string): boolean {
+  return (
+    ref.includes('/') ||
+    ref.includes('\\') ||
+    ref.startsWith('.') ||
+    ref.startsWith('~') ||
+    isAbsolute(ref)
+  );
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function hasManifest(dir: string): Promise<boolean> {
+  try {
+    await lstat(join(dir, MANIFEST_FILE));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads an installed pack's `current.txt`: one version, nothing that could leave the folder. */
+export async function readCurrentVersion(packDir: string): Promise<string> {
+  const file = join(packDir, CURRENT_FILE);
+  let text: string;
+  try {
+    const info = await lstat(file);
+    if (!info.isFile() || info.size > 256) throw new Error('not a small regular file');
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new PackManifestError(
+      'ERR_PACK_CURRENT_INVALID',
+      `${file} is missing or unreadable: reinstall the pack`,
+      {
+        file,
+        cause,
+      },
+    );
+  }
+  const version = text.trim();
+  if (!isSemver(version)) {
+    throw new PackManifestError(
+      'ERR_PACK_CURRENT_INVALID',
+      `${file} does not hold a version (found ${JSON.stringify(version.slice(0, 80))})`,
+      {
+        file,
+      },
+    );
+  }
+  return version;
+}
+
+/**
+ * Finds a pack by path or by name. A path (anything with a slash, or starting with `.` or `~`,
+ * or absolute) is used as it is. A name (`name` or `name@version`) is looked up in the
+ * workspace's `.packwarden/agents/<name>`, then in `$PACKWARDEN_HOME/agents/<name>/`, following
+ * its `current.txt` unless a version is given. A bare name that is not installed but is a folder
+ * holding `agent.yaml` under `cwd` is used as a path.
+ */
+export async function resolvePack(
+  ref: string,
+  options: ResolvePackOptions = {},
+): Promise<ResolvedPack> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  if (ref === '')
+    throw new PackManifestError(
+      'ERR_PACK_REF_INVALID',
+      'empty pack reference: give a pack name or a path',
+    );
+  if (looksLikePath(ref)) {
+    const dir = resolve(cwd, ref.startsWith('~/') ? join(env.HOME ?? '', ref.slice(2)) : ref);
+    if (!(await isDirectory(dir))) {
+      throw new PackManifestError('ERR_PACK_NOT_FOUND', `no pack folder at ${dir}`, { file: dir });
+    }
+    return { dir, source: 'path' };
+  }
+  const at = ref.lastIndexOf('@');
+  const name = at > 0 ? ref.slice(0, at) : ref;
+  const version = at > 0 ? ref.slice(at + 1) : undefined;
+  if (!isPackName(name) || (version !== undefined && !isSemver(version))) {
+    throw new PackManifestError(
+      'ERR_PACK_REF_INVALID',
+      `"${ref}" is neither a path nor a pack name: names are kebab-case (e.g. code-reviewer or code-reviewer@1.2.0); write a folder as ./${ref}`,
+    );
+  }
+  const looked: string[] = [];
+  if (version === undefined) {
+    const workspaceDir = resolve(cwd, WORKSPACE_AGENTS_DIR, name);
+    looked.push(workspaceDir);
+    if (await hasManifest(workspaceDir)) return { dir: workspaceDir, source: 'workspace', name };
+  }
+  const homeDir = join(packwardenHome(env), 'agents', name);
+  looked.push(homeDir);
+  if (await isDirectory(homeDir)) {
+    const chosen = version ?? (await readCurrentVersion(homeDir));
+    const dir = join(homeDir, chosen);
+    if (await isDirectory(dir)) return { dir, source: 'home', name, version: chosen };
+    throw new PackManifestError(
+      'ERR_PACK_NOT_FOUND',
+      `${name}@${chosen} is not installed (no ${dir})`,
+      { file: dir },
+    );
+  }
+  if (version === undefined) {
+    const local = resolve(cwd, name);
+    if ((await isDirectory(local)) && (await hasManifest(local)))
+      return { dir: local, source: 'path' };
+  }
+  throw new PackManifestError(
+    'ERR_PACK_NOT_FOUND',
+    `no pack named ${ref}: looked in ${looked.join(' and ')}`,
+  );
+}
+
+export interface InstalledPack {
+  name: string;
+  source: 'workspace' | 'home';
+  /** The folder `resolvePack(name)` would use. */
+  dir: string;
+  /** The current version (home), when readable. */
+  version?: string;
+  /** Every installed version folder (home). */
+  versions: string[];
+  /** Why this entry is unusable, if it is. */
+  problem?: string;
+}
+
+export interface ListInstalledPacksOptions extends ResolvePackOptions {
+  /** Stop after this many pack folders per location. Default 10,000. */
+  maxPacks?: number;
+}
+
+async function listNames(dir: string, maxPacks: number): Promise<string[]> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries
+      .filter((entry) => entry.isDirectory() && isPackName(entry.name))
+      .map((entry) => entry.name)
+      .sort()
+      .slice(0, maxPacks);
+  } catch {
+    return [];
+  }
+}
+
+/** Lists packs in the workspace and in `$PACKWARDEN_HOME`; broken entries carry a `problem`. */
+export async function listInstalledPacks(
+  options: ListInstalledPacksOptions = {},
+): Promise<InstalledPack[]> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const maxPacks = options.maxPacks ?? 10_000;
+  const packs: InstalledPack[] = [];
+  const workspace = resolve(cwd, WORKSPACE_AGENTS_DIR);
+  for (const name of await listNames(workspace, maxPacks)) {
+    const dir = join(workspace, name);
+    const entry: InstalledPack = { name, source: 'workspace', dir, versions: [] };
+    if (!(await hasManifest(dir))) entry.problem = `no ${MANIFEST_FILE}`;
+    packs.push(entry);
+  }
+  const home = join(packwardenHome(env), 'agents');
+  for (const name of await listNames(home, maxPacks)) {
+    const packDir = join(home, name);
+    const versions = (await readdir(packDir, { withFileTypes: true }))
+      .filter((entry) => entry.isDirectory() && isSemver(entry.name))
+      .map((entry) => entry.name)
+      .sort();
+    const entry: InstalledPack = { name, source: 'home', dir: packDir, versions };
+    try {
+      entry.version = await readCurrentVersion(packDir);
+      entry.dir = join(packDir, entry.version);
+      if (!versions.includes(entry.version))
+        entry.problem = `current version ${entry.version} is not installed`;
+    } catch (error) {
+      entry.problem = (error as Error).message;
+    }
+    packs.push(entry);
+  }
+  return packs;
+}

@@ -1,0 +1,169 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  listInstalledPacks,
+  PackManifestError,
+  packwardenHome,
+  readPackwardenEnv,
+  resolvePack,
+} from '@packwarden/pack-manifest';
+
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+function temp(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'pw-resolve-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function writePack(dir: string, name: string, version: string): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'agent.yaml'),
+    `apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: ${name}, version: ${version}}\n`,
+  );
+  return dir;
+}
+
+function install(home: string, name: string, versions: string[], current?: string): void {
+  for (const version of versions) writePack(join(home, 'agents', name, version), name, version);
+  if (current !== undefined)
+    writeFileSync(join(home, 'agents', name, 'current.txt'), `${current}\n`);
+}
+
+async function refusal(promise: Promise<unknown>): Promise<PackManifestError> {
+  const error = await promise.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(PackManifestError);
+  return error as PackManifestError;
+}
+
+describe('resolvePack', () => {
+  test('a path is used as it is, relative to cwd', async () => {
+    const cwd = temp();
+    const dir = writePack(join(cwd, 'packs', 'hello'), 'hello', '1.0.0');
+    expect(await resolvePack('./packs/hello', { cwd, env: {} })).toEqual({ dir, source: 'path' });
+    expect(await resolvePack(dir, { cwd: '/', env: {} })).toEqual({ dir, source: 'path' });
+    expect((await refusal(resolvePack('./nope', { cwd, env: {} }))).code).toBe(
+      'ERR_PACK_NOT_FOUND',
+    );
+  });
+
+  test('a name: workspace first, then $PACKWARDEN_HOME following current.txt', async () => {
+    const cwd = temp();
+    const home = temp();
+    install(home, 'hello', ['1.0.0', '1.1.0'], '1.1.0');
+    expect(await resolvePack('hello', { cwd, env: { PACKWARDEN_HOME: home } })).toEqual({
+      dir: join(home, 'agents', 'hello', '1.1.0'),
+      source: 'home',
+      name: 'hello',
+      version: '1.1.0',
+    });
+    expect((await resolvePack('hello@1.0.0', { cwd, env: { PACKWARDEN_HOME: home } })).dir).toBe(
+      join(home, 'agents', 'hello', '1.0.0'),
+    );
+    const workspace = writePack(join(cwd, '.packwarden', 'agents', 'hello'), 'hello', '9.9.9');
+    expect(await resolvePack('hello', { cwd, env: { PACKWARDEN_HOME: home } })).toEqual({
+      dir: workspace,
+      source: 'workspace',
+      name: 'hello',
+    });
+    // An explicit version always means an installed one.
+    expect((await resolvePack('hello@1.0.0', { cwd, env: { PACKWARDEN_HOME: home } })).source).toBe(
+      'home',
+    );
+  });
+
+  test('AGENTHIPPO_HOME works as an alias; PACKWARDEN_HOME wins', async () => {
+    const ours = temp();
+    const theirs = temp();
+    install(ours, 'a', ['1.0.0'], '1.0.0');
+    install(theirs, 'a', ['2.0.0'], '2.0.0');
+    const cwd = temp();
+    expect((await resolvePack('a', { cwd, env: { AGENTHIPPO_HOME: theirs } })).version).toBe(
+      '2.0.0',
+    );
+    expect(
+      (await resolvePack('a', { cwd, env: { AGENTHIPPO_HOME: theirs, PACKWARDEN_HOME: ours } }))
+        .version,
+    ).toBe('1.0.0');
+    expect(readPackwardenEnv({ PACKWARDEN_X: '', AGENTHIPPO_X: 'y' }, 'X')).toBe('y');
+    expect(packwardenHome({ HOME: '/home/u' })).toBe('/home/u/.packwarden');
+  });
+
+  test('a bare name that is not installed falls back to a pack folder under cwd', async () => {
+    const cwd = temp();
+    const dir = writePack(join(cwd, 'examples'), 'hello', '1.0.0');
+    expect(await resolvePack('examples', { cwd, env: { PACKWARDEN_HOME: temp() } })).toEqual({
+      dir,
+      source: 'path',
+    });
+  });
+
+  test('current.txt cannot point outside the pack folder', async () => {
+    const home = temp();
+    install(home, 'evil', ['1.0.0']);
+    for (const content of ['../../../etc', '/etc', '', '1.0.0/../../x']) {
+      writeFileSync(join(home, 'agents', 'evil', 'current.txt'), content);
+      const error = await refusal(
+        resolvePack('evil', { cwd: temp(), env: { PACKWARDEN_HOME: home } }),
+      );
+      expect(error.code).toBe('ERR_PACK_CURRENT_INVALID');
+    }
+  });
+
+  test('refuses references that are neither names nor paths, and unknown names', async () => {
+    for (const ref of ['Hello', 'a..b', 'hello@latest', 'hello@1', '', 'a_b']) {
+      expect((await refusal(resolvePack(ref, { cwd: temp(), env: {} }))).code).toBe(
+        'ERR_PACK_REF_INVALID',
+      );
+    }
+    const error = await refusal(
+      resolvePack('ghost', { cwd: temp(), env: { PACKWARDEN_HOME: temp() } }),
+    );
+    expect(error.code).toBe('ERR_PACK_NOT_FOUND');
+    expect(error.message).toContain('.packwarden/agents/ghost');
+    expect(
+      (await refusal(resolvePack('hello@2.0.0', { cwd: temp(), env: { PACKWARDEN_HOME: temp() } })))
+        .code,
+    ).toBe('ERR_PACK_NOT_FOUND');
+  });
+});
+
+describe('listInstalledPacks', () => {
+  test('lists workspace and home packs, with problems instead of failures', async () => {
+    const cwd = temp();
+    const home = temp();
+    writePack(join(cwd, '.packwarden', 'agents', 'local-one'), 'local-one', '0.1.0');
+    install(home, 'good', ['1.0.0', '1.2.0'], '1.2.0');
+    install(home, 'broken', ['1.0.0'], 'garbage');
+    install(home, 'dangling', ['1.0.0'], '2.0.0');
+    mkdirSync(join(home, 'agents', 'Not_A_Pack'));
+    const packs = await listInstalledPacks({ cwd, env: { PACKWARDEN_HOME: home } });
+    expect(
+      packs.map((pack) => [
+        pack.source,
+        pack.name,
+        pack.version ?? null,
+        pack.problem === undefined,
+      ]),
+    ).toEqual([
+      ['workspace', 'local-one', null, true],
+      ['home', 'broken', null, false],
+      ['home', 'dangling', '2.0.0', false],
+      ['home', 'good', '1.2.0', true],
+    ]);
+    expect(packs.find((pack) => pack.name === 'good')!.versions).toEqual(['1.0.0', '1.2.0']);
+  });
+
+  test('an empty or missing home lists nothing', async () => {
+    expect(
+      await listInstalledPacks({ cwd: temp(), env: { PACKWARDEN_HOME: join(temp(), 'missing') } }),
+    ).toEqual([]);
+  });
+});

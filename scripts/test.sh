@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every check and every test: typecheck, lint, formatting, build, packaging (publint,
+# attw), then the whole vitest suite. Every step runs even when an earlier one fails; the exit
+# code is non-zero if any did. The last line is the test summary: "N passed, N failed".
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+
+failed_steps=()
+step() {
+  local name=$1
+  shift
+  echo "› $name" >&2
+  if ! "$@"; then failed_steps+=("$name"); fi
+}
+
+step typecheck pnpm -s typecheck
+step lint pnpm -s exec eslint .
+step format pnpm -s exec prettier --check . --log-level warn
+step build pnpm -s build
+step packaging pnpm -s check:packaging
+
+report=.vitest-report.json
+rm -f "$report"
+echo "› tests" >&2
+vitest_status=0
+pnpm -s exec vitest run --reporter=default --reporter=json --outputFile.json="$report" || vitest_status=$?
+
+summary=$(node -e '
+  const fs = require("fs");
+  let passed = 0, failed = 0;
+  try {
+    const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    passed = r.numPassedTests; failed = r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0);
+    if (!r.success && failed === 0) failed = 1;
+  } catch { failed = 1; }
+  console.log(`${passed} passed, ${failed} failed`);
+' "$report")
+
+if [ ${#failed_steps[@]} -gt 0 ]; then echo "failed checks: ${failed_steps[*]}" >&2; fi
+echo "$summary"
+if [ ${#failed_steps[@]} -gt 0 ] || [ "$vitest_status" -ne 0 ]; then exit 1; fi
+case "$summary" in "0 passed, "*) echo "no test ran" >&2; exit 1 ;; esac
