@@ -1,0 +1,246 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { TRUST_ROOT_LIMITS } from './limits.js';
+import { ecThumbprint } from './thumbprint.js';
+import type { P256PublicJwk, RejectedKeyReason, TrustedKey } from './types.js';
+
+export type KeyImport =
+  | { readonly ok: true; readonly key: TrustedKey }
+  | {
+      readonly ok: false;
+      readonly kid?: string;
+      readonly reason: RejectedKeyReason;
+      readonly message: string;
+    };
+
+// C0, DEL and C1 controls never belong in a kid: it ends up in messages and file listings.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+export const kidSchema = z
+  .string()
+  .min(1)
+  .max(TRUST_ROOT_LIMITS.maxKidLength)
+  .refine((kid) => !CONTROL.test(kid), 'kid contains control characters');
+
+/** RFC 3339 with an explicit offset, or JWT NumericDate seconds. */
+const instantSchema = z.union([
+  z.iso.datetime({ offset: true }).transform((text) => new Date(text)),
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(253_402_300_799)
+    .transform((seconds) => new Date(seconds * 1000)),
+]);
+
+const metadataSchema = z
+  .object({
+    notBefore: instantSchema.optional(),
+    notAfter: instantSchema.optional(),
+    revoked: z.boolean().optional(),
+  })
+  .refine(
+    (meta) =>
+      meta.notBefore === undefined ||
+      meta.notAfter === undefined ||
+      meta.notBefore <= meta.notAfter,
+    'notBefore is after notAfter',
+  );
+
+type KeyMetadata = z.output<typeof metadataSchema>;
+
+const coordinate = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{43}$/, 'must be 32 bytes as unpadded base64url');
+
+const p256JwkSchema = z.object({
+  kty: z.literal('EC'),
+  crv: z.literal('P-256'),
+  x: coordinate,
+  y: coordinate,
+  // A key restricted to another algorithm or use must not verify ES256 signatures.
+  alg: z.literal('ES256').optional(),
+  use: z.literal('sig').optional(),
+  key_ops: z
+    .array(z.string())
+    .max(16)
+    .refine((ops) => ops.includes('verify'), 'key_ops does not allow verify')
+    .optional(),
+});
+
+/** JWK members that carry private or secret key material (RFC 7518 §6.2.2, §6.3.2, §6.4). */
+const SECRET_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
+
+const PEM = /^-----BEGIN PUBLIC KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PUBLIC KEY-----$/;
+
+/** One JWK from a JWKS: only a public EC P-256 key with a kid becomes a trusted key. */
+export function importJwk(raw: unknown): KeyImport {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { ok: false, reason: 'invalid-key', message: 'a key entry is not a JSON object' };
+  }
+  const record = raw as Record<string, unknown>;
+  const kidResult = kidSchema.safeParse(record['kid']);
+  const kid = kidResult.success ? kidResult.data : undefined;
+  const label = kid === undefined ? 'a key without a usable kid' : `key "${kid}"`;
+  const secret = SECRET_MEMBERS.find((member) => Object.hasOwn(record, member));
+  if (secret !== undefined) {
+    return withKid(
+      kid,
+      'private-key',
+      `${label} carries private or secret key material ("${secret}") and is dropped`,
+    );
+  }
+  if (record['kty'] !== 'EC' || record['crv'] !== 'P-256') {
+    const kty = typeof record['kty'] === 'string' ? record['kty'].slice(0, 20) : '?';
+    const crv = typeof record['crv'] === 'string' ? ` ${record['crv'].slice(0, 20)}` : '';
+    return withKid(
+      kid,
+      'unsupported-key',
+      `${label} is ${kty}${crv}; only EC P-256 keys are trusted`,
+    );
+  }
+  if (kid === undefined) {
+    return {
+      ok: false,
+      reason: 'missing-kid',
+      message: 'an EC P-256 key without a valid kid is dropped',
+    };
+  }
+  const jwk = p256JwkSchema.safeParse(record);
+  if (!jwk.success) {
+    return withKid(
+      kid,
+      'invalid-key',
+      `${label} is not a valid ES256 verification key: ${summarise(jwk.error)}`,
+    );
+  }
+  const meta = metadataSchema.safeParse(record);
+  if (!meta.success) {
+    return withKid(
+      kid,
+      'invalid-key',
+      `${label} has invalid validity metadata: ${summarise(meta.error)}`,
+    );
+  }
+  let key: KeyObject;
+  try {
+    key = createPublicKey({
+      key: { kty: 'EC', crv: 'P-256', x: jwk.data.x, y: jwk.data.y },
+      format: 'jwk',
+    });
+  } catch {
+    return withKid(kid, 'invalid-key', `${label} is not a point on the P-256 curve`);
+  }
+  return finish(kid, key, meta.data, { x: jwk.data.x, y: jwk.data.y });
+}
+
+/** One `{kid: PEM}` entry, or a `{kid, publicPem}` record: an SPKI public P-256 key. */
+export function importPem(kid: string, pem: unknown, metadata: unknown = {}): KeyImport {
+  const label = `key "${kid}"`;
+  if (typeof pem !== 'string' || pem.length > TRUST_ROOT_LIMITS.maxPemLength) {
+    return {
+      ok: false,
+      kid,
+      reason: 'invalid-key',
+      message: `${label} is not a PEM string of at most ${TRUST_ROOT_LIMITS.maxPemLength} characters`,
+    };
+  }
+  const text = pem.trim();
+  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
+    return {
+      ok: false,
+      kid,
+      reason: 'private-key',
+      message: `${label} is a private key; only public keys belong in a trust root`,
+    };
+  }
+  const match = PEM.exec(text);
+  if (match === null || match[1] === undefined) {
+    return {
+      ok: false,
+      kid,
+      reason: 'invalid-key',
+      message: `${label} is not one "-----BEGIN PUBLIC KEY-----" PEM block`,
+    };
+  }
+  const meta = metadataSchema.safeParse(metadata);
+  if (!meta.success) {
+    return {
+      ok: false,
+      kid,
+      reason: 'invalid-key',
+      message: `${label} has invalid validity metadata: ${summarise(meta.error)}`,
+    };
+  }
+  let key: KeyObject;
+  try {
+    const der = Buffer.from(match[1].replace(/[\r\n]/g, ''), 'base64');
+    key = createPublicKey({ key: der, format: 'der', type: 'spki' });
+  } catch {
+    return {
+      ok: false,
+      kid,
+      reason: 'invalid-key',
+      message: `${label} is not a valid SPKI public key`,
+    };
+  }
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    return {
+      ok: false,
+      kid,
+      reason: 'unsupported-key',
+      message: `${label} is not an EC P-256 key; only EC P-256 keys are trusted`,
+    };
+  }
+  const exported = key.export({ format: 'jwk' });
+  if (typeof exported.x !== 'string' || typeof exported.y !== 'string') {
+    return {
+      ok: false,
+      kid,
+      reason: 'invalid-key',
+      message: `${label} could not be exported as a JWK`,
+    };
+  }
+  return finish(kid, key, meta.data, { x: exported.x, y: exported.y });
+}
+
+function finish(
+  kid: string,
+  key: KeyObject,
+  meta: KeyMetadata,
+  point: { x: string; y: string },
+): KeyImport {
+  const jwk: P256PublicJwk = Object.freeze({
+    kty: 'EC',
+    crv: 'P-256',
+    x: point.x,
+    y: point.y,
+    kid,
+    alg: 'ES256',
+    use: 'sig',
+  });
+  const trusted: TrustedKey = Object.freeze({
+    kid,
+    key,
+    jwk,
+    thumbprint: ecThumbprint(jwk),
+    ...(meta.notBefore === undefined ? {} : { notBefore: meta.notBefore }),
+    ...(meta.notAfter === undefined ? {} : { notAfter: meta.notAfter }),
+    revoked: meta.revoked ?? false,
+  });
+  return { ok: true, key: trusted };
+}
+
+function withKid(kid: string | undefined, reason: RejectedKeyReason, message: string): KeyImport {
+  return kid === undefined ? { ok: false, reason, message } : { ok: false, kid, reason, message };
+}
+
+function summarise(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) =>
+      issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message,
+    )
+    .join('; ');
+}

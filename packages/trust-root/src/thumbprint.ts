@@ -1,0 +1,7 @@
+import { createHash } from 'node:crypto';
+
+/** RFC 7638 SHA-256 thumbprint of an EC public key: the members in lexicographic order. */
+export function ecThumbprint(jwk: { crv: string; x: string; y: string }): string {
+  const canonical = JSON.stringify({ crv: jwk.crv, kty: 'EC', x: jwk.x, y: jwk.y });
+  return createHash('sha256').update(canonical, 'utf8').digest('base64url');
+}
