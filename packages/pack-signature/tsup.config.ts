@@ -1,12 +1,3 @@
-import { defineConfig } from 'tsup';
+import { libraryConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  target: 'node20',
-  platform: 'node',
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  removeNodeProtocol: false,
-});
+export default libraryConfig();

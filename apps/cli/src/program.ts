@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { registerPackCommands } from './commands/pack.js';
+import { registerPackCommands, registerTrustCommands } from './commands/pack.js';
 import { describeError, EXIT } from './errors.js';
 import type { CliIo } from './io.js';
 import { VERSION } from './version.js';
@@ -23,11 +23,13 @@ export function createProgram(io: CliIo, state: RunState): Command {
     .addHelpText(
       'after',
       `
-Exit codes: 0 success, 1 the pack is missing, invalid or refused, 2 bad usage.
+Exit codes: 0 success, 1 the pack is missing, invalid or refused, 2 bad usage or configuration;
+"pack verify" adds 3–7 (see "packwarden pack verify --help").
 Every command that reports something takes --json (a versioned document on stdout).
 Docs: https://github.com/packwarden/packwarden#readme`,
     );
   registerPackCommands(program, io, state);
+  registerTrustCommands(program, io, state);
   return program;
 }
 

@@ -52,29 +52,28 @@ function decodeName(raw: Buffer, relativeDir: string): string {
   return name;
 }
 
-type DirentKind = 'directory' | 'file' | 'symlink' | UnsupportedFileType;
+type EntryKind = 'directory' | 'file' | 'symlink' | UnsupportedFileType;
 
-function direntKind(dirent: Dirent<Buffer>): DirentKind | undefined {
-  if (dirent.isDirectory()) return 'directory';
-  if (dirent.isFile()) return 'file';
-  if (dirent.isSymbolicLink()) return 'symlink';
-  if (dirent.isFIFO()) return 'fifo';
-  if (dirent.isSocket()) return 'socket';
-  if (dirent.isCharacterDevice()) return 'character-device';
-  if (dirent.isBlockDevice()) return 'block-device';
-  return undefined; // DT_UNKNOWN: some filesystems do not report the type in readdir
+/** Both `Dirent` and `Stats` answer these; a Dirent answers none of them for DT_UNKNOWN. */
+interface TypeQueries {
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
 }
 
-async function statKind(absolutePath: string): Promise<DirentKind> {
-  const stat = await lstat(absolutePath);
-  if (stat.isDirectory()) return 'directory';
-  if (stat.isFile()) return 'file';
-  if (stat.isSymbolicLink()) return 'symlink';
-  if (stat.isFIFO()) return 'fifo';
-  if (stat.isSocket()) return 'socket';
-  if (stat.isCharacterDevice()) return 'character-device';
-  if (stat.isBlockDevice()) return 'block-device';
-  return 'unknown';
+function kindOf(entry: TypeQueries): EntryKind | undefined {
+  if (entry.isDirectory()) return 'directory';
+  if (entry.isFile()) return 'file';
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFIFO()) return 'fifo';
+  if (entry.isSocket()) return 'socket';
+  if (entry.isCharacterDevice()) return 'character-device';
+  if (entry.isBlockDevice()) return 'block-device';
+  return undefined;
 }
 
 function ioError(error: unknown, path: string): PackDigestError {
@@ -145,10 +144,11 @@ export async function walkPack(
         );
       }
       const absolutePath = join(dir.absolutePath, name);
-      let kind = direntKind(dirent);
+      let kind = kindOf(dirent);
       if (kind === undefined) {
+        // Some file systems leave the type out of readdir (DT_UNKNOWN): ask lstat.
         try {
-          kind = await statKind(absolutePath);
+          kind = kindOf(await lstat(absolutePath)) ?? 'unknown';
         } catch (error) {
           throw ioError(error, path);
         }

@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { z } from 'zod';
+// A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
+import * as z from 'zod';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 
 /** The last good key set of one remote source, as kept on disk. */

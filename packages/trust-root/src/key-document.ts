@@ -1,4 +1,5 @@
-import { z } from 'zod';
+// A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
+import * as z from 'zod';
 import { TrustRootError } from './errors.js';
 import { importJwk, importPem, kidSchema, type KeyImport } from './key-import.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';

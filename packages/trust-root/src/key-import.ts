@@ -1,5 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { z } from 'zod';
+// A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
+import * as z from 'zod';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 import { ecThumbprint } from './thumbprint.js';
 import type { P256PublicJwk, RejectedKeyReason, TrustedKey } from './types.js';

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
 import type { CliIo } from '../io.js';
 import type { RunState } from '../program.js';
 
@@ -79,4 +80,89 @@ the root. Specification: packages/pack-digest/SPEC.md.`,
       const { packSchema } = await import('./pack-actions.js');
       state.exitCode = await packSchema(io, options);
     });
+
+  pack
+    .command('keygen')
+    .description('Create an ES256 (P-256) signing key pair for pack.sig')
+    .option('--kid <kid>', 'key id to sign with (default: the RFC 7638 thumbprint)')
+    .option(
+      '-o, --output <file>',
+      'where to write the private key (PKCS#8 PEM, mode 0600)',
+      'pack-signing-key.pem',
+    )
+    .option('--force', 'replace an existing key file')
+    .option('--json', 'print a JSON document')
+    .addHelpText(
+      'after',
+      '\nPrints the public key as PEM, as a JWK and as its RFC 7638 thumbprint, and how to publish it.',
+    )
+    .action(async (options: { kid?: string; output: string; force?: boolean; json?: boolean }) => {
+      const { packKeygen } = await import('./sign-actions.js');
+      state.exitCode = await packKeygen(io, options);
+    });
+
+  pack
+    .command('sign')
+    .description('Sign a pack: write pack.sig binding its name, version and digest to your key')
+    .argument('<pack>', 'pack path or installed pack name')
+    .requiredOption('--key <file>', 'private key (PKCS#8 PEM) readable only by you')
+    .requiredOption('--kid <kid>', 'the key id verifiers know your public key by')
+    .option(
+      '--no-file-list',
+      'leave the per-file list out of pack.sig (verifiers then cannot name changed files)',
+    )
+    .option('--json', 'print a JSON document')
+    .action(
+      async (
+        ref: string,
+        options: { key: string; kid: string; fileList: boolean; json?: boolean },
+      ) => {
+        const { packSign } = await import('./sign-actions.js');
+        state.exitCode = await packSign(io, ref, options);
+      },
+    );
+
+  addTrustRootOptions(
+    pack
+      .command('verify')
+      .description("Verify packs' pack.sig against the trust root")
+      .argument('[packs...]', 'pack paths or installed pack names')
+      .option('--all <dir>', 'verify every pack folder under DIR, one line each, then a summary')
+      .option('--require-signed', 'with several packs or --all: an unsigned pack fails too')
+      .option('--json', 'print a JSON document'),
+  )
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 verified, 1 invalid (bad signature, changed content, wrong identity, malformed),
+2 usage or configuration error, 3 unsigned, 4 untrusted key, 5 no trust root configured,
+6 trust root unavailable (retry), 7 genuine signature over a digest whose rules are not public.
+With several packs or --all: 0 when none failed, else the code of the first failure.`,
+    )
+    .action(
+      async (
+        refs: string[],
+        options: TrustFlags & { all?: string; requireSigned?: boolean; json?: boolean },
+      ) => {
+        const { packVerify } = await import('./verify-actions.js');
+        state.exitCode = await packVerify(io, refs, options);
+      },
+    );
+}
+
+export function registerTrustCommands(program: Command, io: CliIo, state: RunState): void {
+  const trust = program
+    .command('trust')
+    .description('Inspect the trust root that verification uses');
+  addTrustRootOptions(
+    trust
+      .command('show')
+      .description(
+        'Which source is configured, its status, keys (kid, thumbprint, validity), staleness and warnings',
+      )
+      .option('--json', 'print a JSON document'),
+  ).action(async (options: TrustFlags & { json?: boolean }) => {
+    const { trustShow } = await import('./verify-actions.js');
+    state.exitCode = await trustShow(io, options);
+  });
 }

@@ -1,0 +1,230 @@
+/**
+ * A JSON parser (RFC 8259) that refuses what `JSON.parse` lets through silently: duplicate
+ * object keys (where `JSON.parse` keeps the last, so two parsers can disagree about a signed
+ * token), escaped lone surrogates, and nesting deeper than a small bound.
+ */
+
+export type StrictJsonProblem = 'syntax' | 'duplicate-key' | 'too-deep';
+
+export class StrictJsonError extends Error {
+  override readonly name = 'StrictJsonError';
+  readonly problem: StrictJsonProblem;
+  constructor(problem: StrictJsonProblem, message: string) {
+    super(message);
+    this.problem = problem;
+  }
+}
+
+export const STRICT_JSON_MAX_DEPTH = 32;
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+
+export function parseStrictJson(text: string, maxDepth = STRICT_JSON_MAX_DEPTH): unknown {
+  let at = 0;
+
+  const fail = (message: string): never => {
+    throw new StrictJsonError('syntax', `${message} at offset ${at}`);
+  };
+  const skipWhitespace = (): void => {
+    while (at < text.length) {
+      const c = text.charCodeAt(at);
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) at += 1;
+      else break;
+    }
+  };
+  const expectLiteral = (literal: string, value: unknown): unknown => {
+    if (text.startsWith(literal, at)) {
+      at += literal.length;
+      return value;
+    }
+    return fail('unexpected token');
+  };
+
+  const parseString = (): string => {
+    // text[at] is the opening quote
+    at += 1;
+    let out = '';
+    let runStart = at;
+    for (;;) {
+      if (at >= text.length) fail('unterminated string');
+      const c = text.charCodeAt(at);
+      if (c === 0x22) {
+        out += text.slice(runStart, at);
+        at += 1;
+        break;
+      }
+      if (c < 0x20) fail('control character in string');
+      if (c >= 0xd800 && c <= 0xdfff) {
+        // Raw surrogates only come from a UTF-16 source; they must pair up.
+        const next = text.charCodeAt(at + 1);
+        if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) fail('lone surrogate in string');
+        at += 2;
+        continue;
+      }
+      if (c !== 0x5c) {
+        at += 1;
+        continue;
+      }
+      out += text.slice(runStart, at);
+      const escape = text[at + 1];
+      at += 2;
+      switch (escape) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          const unit = readHex4();
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            if (text[at] !== '\\' || text[at + 1] !== 'u') fail('lone surrogate escape');
+            at += 2;
+            const low = readHex4();
+            if (low < 0xdc00 || low > 0xdfff) fail('lone surrogate escape');
+            out += String.fromCharCode(unit, low);
+          } else if (unit >= 0xdc00 && unit <= 0xdfff) {
+            fail('lone surrogate escape');
+          } else {
+            out += String.fromCharCode(unit);
+          }
+          break;
+        }
+        default:
+          fail('invalid escape');
+      }
+      runStart = at;
+    }
+    return out;
+  };
+
+  const readHex4 = (): number => {
+    const hex = text.slice(at, at + 4);
+    if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('invalid \\u escape');
+    at += 4;
+    return Number.parseInt(hex, 16);
+  };
+
+  const parseValue = (depth: number): unknown => {
+    skipWhitespace();
+    const c = text[at];
+    switch (c) {
+      case '{':
+        return parseObject(depth + 1);
+      case '[':
+        return parseArray(depth + 1);
+      case '"':
+        return parseString();
+      case 't':
+        return expectLiteral('true', true);
+      case 'f':
+        return expectLiteral('false', false);
+      case 'n':
+        return expectLiteral('null', null);
+      default: {
+        NUMBER.lastIndex = at;
+        const match = NUMBER.exec(text);
+        if (!match) return fail('unexpected token');
+        at += match[0].length;
+        return Number(match[0]);
+      }
+    }
+  };
+
+  const checkDepth = (depth: number): void => {
+    if (depth > maxDepth) {
+      throw new StrictJsonError('too-deep', `JSON nested deeper than ${maxDepth} levels`);
+    }
+  };
+
+  const parseObject = (depth: number): Record<string, unknown> => {
+    checkDepth(depth);
+    at += 1;
+    const entries: [string, unknown][] = [];
+    const seen = new Set<string>();
+    skipWhitespace();
+    if (text[at] === '}') {
+      at += 1;
+      return {};
+    }
+    for (;;) {
+      skipWhitespace();
+      if (text[at] !== '"') fail('expected a string key');
+      const key = parseString();
+      if (seen.has(key)) {
+        const shown = JSON.stringify(key.slice(0, 40)).replace(/[^\x20-\x7e]/g, '?');
+        throw new StrictJsonError('duplicate-key', `duplicate key ${shown}`);
+      }
+      seen.add(key);
+      skipWhitespace();
+      if (text[at] !== ':') fail('expected ":"');
+      at += 1;
+      entries.push([key, parseValue(depth)]);
+      skipWhitespace();
+      if (text[at] === ',') {
+        at += 1;
+        continue;
+      }
+      if (text[at] === '}') {
+        at += 1;
+        break;
+      }
+      fail('expected "," or "}"');
+    }
+    // Object.fromEntries defines own data properties: a "__proto__" key stays a plain key.
+    return Object.fromEntries(entries);
+  };
+
+  const parseArray = (depth: number): unknown[] => {
+    checkDepth(depth);
+    at += 1;
+    const items: unknown[] = [];
+    skipWhitespace();
+    if (text[at] === ']') {
+      at += 1;
+      return items;
+    }
+    for (;;) {
+      items.push(parseValue(depth));
+      skipWhitespace();
+      if (text[at] === ',') {
+        at += 1;
+        continue;
+      }
+      if (text[at] === ']') {
+        at += 1;
+        break;
+      }
+      fail('expected "," or "]"');
+    }
+    return items;
+  };
+
+  const value = parseValue(0);
+  skipWhitespace();
+  if (at !== text.length) fail('trailing data after the JSON value');
+  return value;
+}
+
+/** A JSON object (not an array, not null). */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
