@@ -4,7 +4,7 @@ import { defineConfig, type Options } from 'tsup';
  * The build every library package shares: ESM only, Node 20, declarations and source maps,
  * `node:` specifiers kept. Dependencies stay external (they are the package's own).
  */
-export function libraryConfig(entry: string[] = ['src/index.ts'], overrides: Options = {}) {
+export function libraryConfig(entry: Options['entry'] = ['src/index.ts'], overrides: Options = {}) {
   return defineConfig({
     entry,
     format: ['esm'],

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { runConformance } from './runner.js';
+import type { ConformanceTarget } from './peer.js';
+
+const USAGE = `usage: packwarden-runner-conformance (--stdio "<command line>" | --socket PATH)
+         [--only NAME]... [--timeout-ms N] [--cancel-timeout-ms N] [--json]
+
+The host under test must load createScriptedTestEngine() from @packwarden/runner-host/conformance
+as its default engine. Prints one line per case; exits 1 if any case fails, 2 on usage errors.`;
+
+/** The conformance CLI; returns the exit code. */
+export async function main(argv: readonly string[], out: NodeJS.WritableStream): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        stdio: { type: 'string' },
+        socket: { type: 'string' },
+        only: { type: 'string', multiple: true },
+        'timeout-ms': { type: 'string' },
+        'cancel-timeout-ms': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (error) {
+    out.write(`${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help === true) {
+    out.write(`${USAGE}\n`);
+    return 0;
+  }
+  if ((values.stdio === undefined) === (values.socket === undefined)) {
+    out.write(`give exactly one of --stdio and --socket\n${USAGE}\n`);
+    return 2;
+  }
+  const target: ConformanceTarget =
+    values.stdio !== undefined ? { stdio: values.stdio } : { socket: values.socket as string };
+  const number = (value: string | undefined) => (value === undefined ? undefined : Number(value));
+  const timeoutMs = number(values['timeout-ms']);
+  const cancelTimeoutMs = number(values['cancel-timeout-ms']);
+  const report = await runConformance(target, {
+    ...(values.only !== undefined ? { only: values.only } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(cancelTimeoutMs !== undefined ? { cancelTimeoutMs } : {}),
+    onResult: (result) => {
+      if (values.json === true) return;
+      const detail = result.detail !== undefined ? ` — ${result.detail}` : '';
+      out.write(`${result.ok ? 'ok  ' : 'FAIL'} ${result.name} (${result.ms} ms)${detail}\n`);
+    },
+  });
+  if (values.json === true) out.write(`${JSON.stringify({ version: 1, ...report })}\n`);
+  else {
+    const failed = report.results.filter((r) => !r.ok).length;
+    out.write(`${report.results.length - failed} passed, ${failed} failed\n`);
+  }
+  return report.ok ? 0 : 1;
+}
+
+void main(process.argv.slice(2), process.stdout).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 2;
+  },
+);

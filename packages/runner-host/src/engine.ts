@@ -1,0 +1,95 @@
+import type { FileAccess, LogLevel, QuestionOutcomeKind } from './frames.js';
+
+/**
+ * What an engine learns about one run. `modelToken`, `turnEnv` and `gatewaySessionKey` are
+ * present but non-enumerable: spreading, `JSON.stringify` or `util.inspect` of the options never
+ * carries them, and the host scrubs their values from everything it sends anyway.
+ */
+export interface EngineRunOptions {
+  readonly runId: string;
+  readonly engineId: string;
+  readonly modelId?: string;
+  readonly sessionId?: string;
+  /** The engine's own resumable session id: from the run frame, else the host's current one. */
+  readonly nativeSessionId?: string;
+  /** File access granted for this run; absent when the driver sent none (embedder decides). */
+  readonly permissions?: { readonly fileAccess: FileAccess };
+  /** Advisory only: the embedder's own workspace is authoritative. */
+  readonly workspaceRoot?: string;
+  readonly additionalDirectories?: readonly string[];
+  readonly baseUrl?: string;
+  readonly analyticsUserId?: string;
+  readonly modelToken?: string;
+  readonly turnEnv?: Readonly<Record<string, string>>;
+  readonly gatewaySessionKey?: string;
+}
+
+export interface ToolStartEvent {
+  toolCallId: string;
+  name: string;
+  input?: unknown;
+}
+
+export interface ToolEndEvent {
+  toolCallId: string;
+  name: string;
+  output?: unknown;
+  isError?: boolean;
+}
+
+export interface QuestionRequest {
+  prompt: string;
+  options?: readonly string[];
+  /** Shorter than the host's `questionTimeoutMs` if set; never longer. */
+  timeoutMs?: number;
+}
+
+export type QuestionOutcome =
+  | { outcome: 'answered'; selected: string[]; freeText?: string }
+  | { outcome: Exclude<QuestionOutcomeKind, 'answered'> };
+
+/**
+ * How an engine reports a run. Every method returns a promise that resolves when the host can
+ * take more output: await it, and a slow driver slows the engine down instead of filling memory.
+ * Calls after the run ended are ignored.
+ */
+export interface EngineEmitter {
+  text(delta: string): Promise<void>;
+  thinking(delta: string): Promise<void>;
+  toolStart(event: ToolStartEvent): Promise<void>;
+  toolEnd(event: ToolEndEvent): Promise<void>;
+  progress(message: string): Promise<void>;
+  warning(code: string, message: string): Promise<void>;
+  /** Reports the engine's resumable session id; the host returns it in the terminal frame. */
+  session(nativeSessionId: string): Promise<void>;
+  /** Asks the driver; resolves with its answer, or declined / timeout / cancelled. */
+  question(request: QuestionRequest): Promise<QuestionOutcome>;
+  /** An out-of-band diagnostic (a `log` frame and the host's logger), scrubbed like the rest. */
+  log(level: LogLevel, message: string): void;
+}
+
+/** Why the host calls {@link RunnerEngine.onMaintenance}. */
+export interface MaintenanceEvent {
+  /** `after_run`: a run of this engine has ended and its terminal frame is queued. */
+  reason: 'after_run';
+  runId: string;
+}
+
+/**
+ * An engine behind the host. `stream` resolving ends the run with `result{end_turn}`, throwing
+ * or rejecting ends it with `failed` (an error carrying a string `code` and boolean `retryable`
+ * keeps them), and a cancelled run always ends with `result{cancelled}`.
+ */
+export interface RunnerEngine<TRuntime = unknown> {
+  readonly id: string;
+  readonly displayName: string;
+  stream(
+    message: string,
+    options: EngineRunOptions,
+    emitter: EngineEmitter,
+    runtime: TRuntime,
+    signal: AbortSignal,
+  ): Promise<void>;
+  onMaintenance?(event: MaintenanceEvent, runtime: TRuntime): void | Promise<void>;
+  dispose?(): void | Promise<void>;
+}

@@ -1,0 +1,30 @@
+/**
+ * Stable codes carried by {@link RunnerHostError}. They are API: never renamed, never reused.
+ *
+ * - `ERR_INVALID_OPTIONS`: an options object given to a function of this package is invalid.
+ * - `ERR_FRAME_TOO_LARGE`: a frame could not be encoded within the frame size cap.
+ * - `ERR_CHANNEL_CLOSED`: the channel to the peer is closed; nothing more can be sent.
+ * - `ERR_HANDSHAKE`: the host refused the handshake (`fatal`) or never answered `hello`.
+ * - `ERR_DUPLICATE_RUN`: the client already has a run with this `runId`.
+ * - `ERR_RUN_ENDED`: the reason of an engine's abort signal once its run is cancelled or stopped.
+ * - `ERR_SPAWN`: a host child process could not be started.
+ */
+export type RunnerHostErrorCode =
+  | 'ERR_INVALID_OPTIONS'
+  | 'ERR_FRAME_TOO_LARGE'
+  | 'ERR_CHANNEL_CLOSED'
+  | 'ERR_HANDSHAKE'
+  | 'ERR_DUPLICATE_RUN'
+  | 'ERR_RUN_ENDED'
+  | 'ERR_SPAWN';
+
+/** The one error class of `@packwarden/runner-host`; branch on `code`, never on `message`. */
+export class RunnerHostError extends Error {
+  readonly code: RunnerHostErrorCode;
+
+  constructor(code: RunnerHostErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RunnerHostError';
+    this.code = code;
+  }
+}

@@ -1,0 +1,867 @@
+import type { Readable, Writable } from 'node:stream';
+import { FrameWriter, readFrames, type DecodeError } from './codec.js';
+import type {
+  EngineEmitter,
+  EngineRunOptions,
+  QuestionOutcome,
+  QuestionRequest,
+  RunnerEngine,
+  ToolEndEvent,
+  ToolStartEvent,
+} from './engine.js';
+import { RunnerHostError } from './errors.js';
+import {
+  MAX_FRAME_BYTES,
+  SUPPORTED_PROTOCOLS,
+  parseDriverFrame,
+  type AnswerFrame,
+  type Capabilities,
+  type DriverFrame,
+  type HelloFrame,
+  type LogLevel,
+  type PeerInfo,
+  type QuestionOutcomeKind,
+  type RunFrame,
+  type WireError,
+} from './frames.js';
+import { DeltaRedactor, SecretSet } from './redactor.js';
+
+/** A diagnostic from the host, already scrubbed of secrets. */
+export interface RunnerHostLogEntry {
+  level: LogLevel;
+  message: string;
+  code?: string;
+  runId?: string;
+}
+
+/** Passed to the `kill` hook when an engine ignored its abort signal for the whole grace period. */
+export interface KillRequest {
+  runId: string;
+  engineId: string;
+  reason: 'cancel' | 'shutdown' | 'output_overflow';
+}
+
+/** The timer functions the host uses (inject fake or unref'd timers here). */
+export interface HostTimers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface RunnerHostOptions<TRuntime = unknown> {
+  /** The engine, or use `engines` for several (the first is the default for runs without `engineId`). */
+  engine?: RunnerEngine<TRuntime>;
+  engines?: readonly RunnerEngine<TRuntime>[];
+  /** Handed to every engine call as is (the embedder's state dirs, clients, …). */
+  runtime: TRuntime;
+  /** Frames from the driver. */
+  input: Readable;
+  /** Frames to the driver. */
+  output: Writable;
+  /** The session's resumable engine session id, until an engine reports a new one. */
+  nativeSessionId?: string;
+  /** Reported in `welcome.host`. Default `{ name: "@packwarden/runner-host" }`. */
+  host?: PeerInfo;
+  /** How long a cancelled engine may take to settle before `kill` is called. Default 5000 ms. */
+  cancelGraceMs?: number;
+  /** Called after the grace period for an engine that has not settled (kill its process group). */
+  kill?: (request: KillRequest) => void | Promise<void>;
+  /** Longest time a question waits for its answer. Default 300000 ms. */
+  questionTimeoutMs?: number;
+  /** Questions that may wait at once per run; more are declined. Default 8. */
+  maxPendingQuestions?: number;
+  /** Frame size cap in both directions. Default 16 MiB. */
+  maxFrameBytes?: number;
+  /** Output bytes buffered above which emitter promises wait for the driver. Default 1 MiB. */
+  outputHighWaterBytes?: number;
+  /** Output bytes buffered above which a run whose engine ignores backpressure fails. Default 32 MiB. */
+  maxBufferedOutputBytes?: number;
+  /**
+   * Merge consecutive unsent text/thinking deltas of a run into one frame. Default `true`; with
+   * `false` every delta is its own frame (memory stays bounded by the emitter's backpressure).
+   */
+  coalesceDeltas?: boolean;
+  /** End `output` when the host stops (set `false` for `process.stdout`). Default `true`. */
+  endOutput?: boolean;
+  /**
+   * How long stopping waits for the driver to read what is left before `done` resolves anyway
+   * (and `output` is destroyed when `endOutput`). Default 30000 ms.
+   */
+  flushTimeoutMs?: number;
+  /** Receives the host's diagnostics (also sent as `log` frames), scrubbed of secrets. */
+  logger?: (entry: RunnerHostLogEntry) => void;
+  timers?: HostTimers;
+}
+
+/** How a host stopped. */
+export interface RunnerHostExit {
+  reason: 'shutdown' | 'eof' | 'fatal' | 'output_closed' | 'input_error';
+}
+
+export interface RunnerHost {
+  /** Resolves once every run has its terminal frame, output is flushed and engines are disposed. */
+  done: Promise<RunnerHostExit>;
+}
+
+const DEFAULT_HOST: PeerInfo = { name: '@packwarden/runner-host' };
+const MAX_TEXT_FIELD = 1024 * 1024;
+const MAX_NAME_FIELD = 4096;
+const MAX_CODE_FIELD = 128;
+const MAX_TOOL_PAYLOAD = 1024 * 1024;
+const MAX_DELTA_PIECE = 32 * 1024;
+const MAX_QUESTION_OPTIONS = 256;
+const MAX_REMEMBERED_RUN_IDS = 1024;
+const WIRE_CODE = /^[a-z][a-z0-9_]{0,63}$/;
+
+interface PendingQuestion {
+  run: ActiveRun;
+  questionId: string;
+  options: readonly string[] | undefined;
+  timer: unknown;
+  resolve: (outcome: QuestionOutcome) => void;
+}
+
+interface ActiveRun {
+  runId: string;
+  engine: RunnerEngine<unknown>;
+  controller: AbortController;
+  seq: number;
+  ended: boolean;
+  stopping: KillRequest['reason'] | undefined;
+  /** Set once the engine overran `maxBufferedOutputBytes`: its further output is discarded. */
+  muted: boolean;
+  graceTimer: unknown;
+  nativeSessionId: string | undefined;
+  text: DeltaRedactor;
+  thinking: DeltaRedactor;
+  questions: Set<PendingQuestion>;
+  finished: Promise<void>;
+  markFinished: () => void;
+}
+
+function capString(value: string, max: number): string {
+  if (value.length <= max) return value;
+  let end = max;
+  const code = value.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return `${value.slice(0, end)}…[truncated]`;
+}
+
+function capPayload(value: unknown): { value?: unknown; truncated: boolean } {
+  if (value === undefined) return { truncated: false };
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    return { value: capString(String(value), MAX_TOOL_PAYLOAD), truncated: true };
+  }
+  if (json === undefined) return { truncated: false };
+  if (json.length <= MAX_TOOL_PAYLOAD)
+    return { value: JSON.parse(json) as unknown, truncated: false };
+  return { value: capString(json, MAX_TOOL_PAYLOAD), truncated: true };
+}
+
+function splitDelta(delta: string): string[] {
+  if (delta.length <= MAX_DELTA_PIECE) return [delta];
+  const pieces: string[] = [];
+  let start = 0;
+  while (start < delta.length) {
+    let end = Math.min(start + MAX_DELTA_PIECE, delta.length);
+    const code = delta.charCodeAt(end - 1);
+    if (end < delta.length && code >= 0xd800 && code <= 0xdbff) end -= 1;
+    pieces.push(delta.slice(start, end));
+    start = end;
+  }
+  return pieces;
+}
+
+function toWireError(error: unknown): WireError {
+  const candidate = error as { code?: unknown; retryable?: unknown; message?: unknown } | null;
+  const code =
+    candidate !== null &&
+    typeof candidate === 'object' &&
+    typeof candidate.code === 'string' &&
+    WIRE_CODE.test(candidate.code)
+      ? candidate.code
+      : 'engine_error';
+  const message =
+    candidate !== null && typeof candidate === 'object' && typeof candidate.message === 'string'
+      ? candidate.message
+      : String(error);
+  return {
+    code,
+    message: capString(message || 'engine failed', MAX_TEXT_FIELD),
+    retryable: candidate !== null && typeof candidate === 'object' && candidate.retryable === true,
+  };
+}
+
+function nonNegative(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RunnerHostError('ERR_INVALID_OPTIONS', `${name} must be a non-negative number`);
+  }
+  return value;
+}
+
+const defaultTimers: HostTimers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/**
+ * Serves the runner-host protocol on one channel (stdio, or one accepted socket connection).
+ * Never throws after start and never prints: problems become frames and logger entries.
+ */
+export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>): RunnerHost {
+  const engineList = [
+    ...(options.engine !== undefined ? [options.engine] : []),
+    ...(options.engines ?? []),
+  ];
+  if (engineList.length === 0) {
+    throw new RunnerHostError('ERR_INVALID_OPTIONS', 'startRunnerHost needs `engine` or `engines`');
+  }
+  const engines = new Map<string, RunnerEngine<TRuntime>>();
+  for (const engine of engineList) {
+    if (typeof engine.id !== 'string' || engine.id === '' || engines.has(engine.id)) {
+      throw new RunnerHostError(
+        'ERR_INVALID_OPTIONS',
+        `engine ids must be unique non-empty strings (got ${JSON.stringify(engine.id)})`,
+      );
+    }
+    engines.set(engine.id, engine);
+  }
+  const defaultEngine = engineList[0] as RunnerEngine<TRuntime>;
+  const cancelGraceMs = nonNegative(options.cancelGraceMs, 5000, 'cancelGraceMs');
+  const questionTimeoutMs = nonNegative(options.questionTimeoutMs, 300_000, 'questionTimeoutMs');
+  const maxPendingQuestions = nonNegative(options.maxPendingQuestions, 8, 'maxPendingQuestions');
+  const maxFrameBytes = nonNegative(options.maxFrameBytes, MAX_FRAME_BYTES, 'maxFrameBytes');
+  const highWaterBytes = nonNegative(
+    options.outputHighWaterBytes,
+    1024 * 1024,
+    'outputHighWaterBytes',
+  );
+  const maxBufferedOutputBytes = nonNegative(
+    options.maxBufferedOutputBytes,
+    32 * 1024 * 1024,
+    'maxBufferedOutputBytes',
+  );
+  const flushTimeoutMs = nonNegative(options.flushTimeoutMs, 30_000, 'flushTimeoutMs');
+  const timers = options.timers ?? defaultTimers;
+  const hostInfo = options.host ?? DEFAULT_HOST;
+  const secrets = new SecretSet();
+
+  let state: 'awaiting_hello' | 'ready' | 'stopping' = 'awaiting_hello';
+  let driverCapabilities: Capabilities = {};
+  let currentNativeSessionId = options.nativeSessionId;
+  let activeRun: ActiveRun | undefined;
+  let questionCounter = 0;
+  const questions = new Map<string, PendingQuestion>();
+  const rememberedRunIds = new Set<string>();
+  const maintenance = new Map<string, Promise<void>>();
+  let resolveDone!: (exit: RunnerHostExit) => void;
+  const done = new Promise<RunnerHostExit>((resolve) => {
+    resolveDone = resolve;
+  });
+
+  const writer = new FrameWriter(options.output, {
+    maxFrameBytes,
+    highWaterBytes,
+    ...(options.coalesceDeltas === false ? { maxCoalescedBytes: 0 } : {}),
+    scrub: (json) => secrets.scrubJson(json),
+    onClose: () => void stop('output_closed'),
+  });
+
+  function log(level: LogLevel, message: string, code?: string, runId?: string): void {
+    const entry: RunnerHostLogEntry = {
+      level,
+      message: secrets.scrubText(capString(message, MAX_TEXT_FIELD)),
+    };
+    if (code !== undefined) entry.code = code;
+    if (runId !== undefined) entry.runId = runId;
+    try {
+      options.logger?.(entry);
+    } catch {
+      // A broken logger must not take the session down.
+    }
+    // Logs are the one frame kind that may be dropped: a driver that floods the host with
+    // garbage and does not read must not grow our memory.
+    if (writer.bufferedBytes < highWaterBytes) writer.write({ type: 'log', ...entry });
+  }
+
+  function send(frame: object): void {
+    try {
+      writer.write(frame);
+    } catch (error) {
+      log('error', `dropped an outgoing frame: ${(error as Error).message}`, 'invalid_frame');
+    }
+  }
+
+  function runEvent(run: ActiveRun, frame: Record<string, unknown>): void {
+    flushDeltas(run);
+    run.seq += 1;
+    send({ ...frame, runId: run.runId, seq: run.seq });
+  }
+
+  function flushDeltas(run: ActiveRun): void {
+    const text = run.text.flush();
+    if (text !== '') queueDelta(run, 'text', text);
+    const thinking = run.thinking.flush();
+    if (thinking !== '') queueDelta(run, 'thinking', thinking);
+  }
+
+  function queueDelta(run: ActiveRun, type: 'text' | 'thinking', delta: string): void {
+    for (const piece of splitDelta(delta)) {
+      writer.writeDelta(type, run.runId, piece, () => {
+        run.seq += 1;
+        return { type, runId: run.runId, seq: run.seq, delta: '' };
+      });
+    }
+  }
+
+  function rejectRun(runId: string, code: string, message: string, retryable: boolean): void {
+    send({ type: 'failed', runId, seq: 1, error: { code, message, retryable } });
+  }
+
+  function afterEmit(run: ActiveRun): Promise<void> {
+    if (!run.ended && !run.muted && writer.bufferedBytes > maxBufferedOutputBytes) {
+      run.muted = true;
+      log(
+        'error',
+        `engine ${run.engine.id} ignored backpressure: over ${maxBufferedOutputBytes} bytes of output buffered; its further output is discarded`,
+        'output_overflow',
+        run.runId,
+      );
+      stopRun(run, 'output_overflow');
+    }
+    return writer.whenWritable();
+  }
+
+  function resolveQuestion(question: PendingQuestion, outcome: QuestionOutcome): void {
+    if (!questions.delete(question.questionId)) return;
+    question.run.questions.delete(question);
+    timers.clearTimeout(question.timer);
+    if (!question.run.ended) {
+      runEvent(question.run, {
+        type: 'question_resolved',
+        questionId: question.questionId,
+        outcome: outcome.outcome,
+      });
+    }
+    question.resolve(outcome);
+  }
+
+  function resolveAllQuestions(run: ActiveRun, outcome: QuestionOutcomeKind & 'cancelled'): void {
+    for (const question of [...run.questions]) resolveQuestion(question, { outcome });
+  }
+
+  function makeEmitter(run: ActiveRun): EngineEmitter {
+    const live = () => !run.ended && !run.muted;
+    const idle = Promise.resolve();
+    const delta = (type: 'text' | 'thinking', value: string) => {
+      if (!live() || typeof value !== 'string' || value === '') return idle;
+      const redactor = type === 'text' ? run.text : run.thinking;
+      const other = type === 'text' ? run.thinking : run.text;
+      const pending = other.flush();
+      if (pending !== '') queueDelta(run, type === 'text' ? 'thinking' : 'text', pending);
+      const safe = redactor.push(value);
+      if (safe !== '') queueDelta(run, type, safe);
+      return afterEmit(run);
+    };
+    return {
+      text: (value) => delta('text', value),
+      thinking: (value) => delta('thinking', value),
+      toolStart: (event: ToolStartEvent) => {
+        if (!live()) return idle;
+        const input = capPayload(event.input);
+        runEvent(run, {
+          type: 'tool_start',
+          toolCallId: capString(String(event.toolCallId), MAX_NAME_FIELD),
+          name: capString(String(event.name), MAX_NAME_FIELD),
+          ...('value' in input ? { input: input.value } : {}),
+          ...(input.truncated ? { truncated: true } : {}),
+        });
+        return afterEmit(run);
+      },
+      toolEnd: (event: ToolEndEvent) => {
+        if (!live()) return idle;
+        const output = capPayload(event.output);
+        runEvent(run, {
+          type: 'tool_end',
+          toolCallId: capString(String(event.toolCallId), MAX_NAME_FIELD),
+          name: capString(String(event.name), MAX_NAME_FIELD),
+          ...('value' in output ? { output: output.value } : {}),
+          ...(event.isError === true ? { isError: true } : {}),
+          ...(output.truncated ? { truncated: true } : {}),
+        });
+        return afterEmit(run);
+      },
+      progress: (message) => {
+        if (!live()) return idle;
+        runEvent(run, { type: 'progress', message: capString(String(message), MAX_TEXT_FIELD) });
+        return afterEmit(run);
+      },
+      warning: (code, message) => {
+        if (!live()) return idle;
+        runEvent(run, {
+          type: 'warning',
+          code: capString(String(code), MAX_CODE_FIELD),
+          message: capString(String(message), MAX_TEXT_FIELD),
+        });
+        return afterEmit(run);
+      },
+      session: (nativeSessionId) => {
+        if (!live() || typeof nativeSessionId !== 'string') return idle;
+        const capped = capString(nativeSessionId, MAX_TEXT_FIELD);
+        run.nativeSessionId = capped;
+        currentNativeSessionId = capped;
+        runEvent(run, { type: 'session', nativeSessionId: capped });
+        return afterEmit(run);
+      },
+      question: (request: QuestionRequest) => ask(run, request),
+      log: (level, message) => {
+        if (!live()) return;
+        log(level, String(message), undefined, run.runId);
+      },
+    };
+  }
+
+  function ask(run: ActiveRun, request: QuestionRequest): Promise<QuestionOutcome> {
+    if (run.ended || run.stopping !== undefined) return Promise.resolve({ outcome: 'cancelled' });
+    if (driverCapabilities.questions !== true) {
+      runEvent(run, {
+        type: 'warning',
+        code: 'question_auto_declined',
+        message:
+          'the driver did not announce the "questions" capability; the question was declined',
+      });
+      return Promise.resolve({ outcome: 'declined' });
+    }
+    if (run.questions.size >= maxPendingQuestions) {
+      runEvent(run, {
+        type: 'warning',
+        code: 'question_limit',
+        message: `more than ${maxPendingQuestions} questions pending; the question was declined`,
+      });
+      return Promise.resolve({ outcome: 'declined' });
+    }
+    questionCounter += 1;
+    const questionId = `q${questionCounter}`;
+    const choices = Array.isArray(request.options)
+      ? request.options
+          .slice(0, MAX_QUESTION_OPTIONS)
+          .map((o) => capString(String(o), MAX_NAME_FIELD))
+      : undefined;
+    const timeoutMs = Math.min(
+      typeof request.timeoutMs === 'number' && request.timeoutMs >= 0
+        ? request.timeoutMs
+        : questionTimeoutMs,
+      questionTimeoutMs,
+    );
+    return new Promise<QuestionOutcome>((resolve) => {
+      const question: PendingQuestion = {
+        run,
+        questionId,
+        options: choices,
+        timer: undefined,
+        resolve,
+      };
+      questions.set(questionId, question);
+      run.questions.add(question);
+      runEvent(run, {
+        type: 'question',
+        questionId,
+        prompt: capString(String(request.prompt), MAX_TEXT_FIELD),
+        ...(choices !== undefined ? { options: choices } : {}),
+      });
+      question.timer = timers.setTimeout(
+        () => resolveQuestion(question, { outcome: 'timeout' }),
+        timeoutMs,
+      );
+    });
+  }
+
+  function finishRun(run: ActiveRun, terminal: Record<string, unknown>): void {
+    if (run.ended) return;
+    resolveAllQuestions(run, 'cancelled');
+    runEvent(run, {
+      ...terminal,
+      ...(run.nativeSessionId !== undefined ? { nativeSessionId: run.nativeSessionId } : {}),
+    });
+    run.ended = true;
+    timers.clearTimeout(run.graceTimer);
+    if (activeRun === run) activeRun = undefined;
+    run.markFinished();
+    const engine = run.engine;
+    if (engine.onMaintenance !== undefined && state !== 'stopping') {
+      const task = Promise.resolve()
+        .then(() =>
+          engine.onMaintenance?.({ reason: 'after_run', runId: run.runId }, options.runtime),
+        )
+        .catch((error: unknown) =>
+          log(
+            'warn',
+            `maintenance of engine ${engine.id} failed: ${toWireError(error).message}`,
+            'engine_error',
+          ),
+        )
+        .finally(() => {
+          if (maintenance.get(engine.id) === task) maintenance.delete(engine.id);
+        });
+      maintenance.set(engine.id, task);
+    }
+  }
+
+  function stopRun(run: ActiveRun, reason: KillRequest['reason']): void {
+    if (run.ended || run.stopping !== undefined) return;
+    run.stopping = reason;
+    run.controller.abort(new RunnerHostError('ERR_RUN_ENDED', `run ${reason}`));
+    resolveAllQuestions(run, 'cancelled');
+    run.graceTimer = timers.setTimeout(() => {
+      if (run.ended) return;
+      const request: KillRequest = { runId: run.runId, engineId: run.engine.id, reason };
+      Promise.resolve()
+        .then(() => options.kill?.(request))
+        .catch((error: unknown) =>
+          log('warn', `kill hook failed: ${toWireError(error).message}`, 'engine_error', run.runId),
+        );
+      log(
+        'warn',
+        `engine ${run.engine.id} ignored its abort signal for ${cancelGraceMs} ms`,
+        undefined,
+        run.runId,
+      );
+      finishStopped(run);
+    }, cancelGraceMs);
+  }
+
+  function finishStopped(run: ActiveRun): void {
+    if (run.stopping === 'output_overflow') {
+      finishRun(run, {
+        type: 'failed',
+        error: {
+          code: 'output_overflow',
+          message: 'the engine produced output faster than the driver read it, without waiting',
+          retryable: false,
+        },
+      });
+    } else {
+      finishRun(run, { type: 'result', stopReason: 'cancelled' });
+    }
+  }
+
+  function engineOptions(frame: RunFrame, engineId: string): EngineRunOptions {
+    const base: Record<string, unknown> = { runId: frame.runId, engineId };
+    const copy = (key: keyof RunFrame) => {
+      if (frame[key] !== undefined) base[key] = frame[key];
+    };
+    copy('modelId');
+    copy('sessionId');
+    copy('permissions');
+    copy('workspaceRoot');
+    copy('additionalDirectories');
+    copy('baseUrl');
+    copy('analyticsUserId');
+    const nativeSessionId = frame.nativeSessionId ?? currentNativeSessionId;
+    if (nativeSessionId !== undefined) base.nativeSessionId = nativeSessionId;
+    const hidden = (key: string, value: unknown) =>
+      Object.defineProperty(base, key, {
+        value,
+        enumerable: false,
+        writable: false,
+        configurable: false,
+      });
+    if (frame.modelToken !== undefined) hidden('modelToken', frame.modelToken);
+    if (frame.turnEnv !== undefined) hidden('turnEnv', Object.freeze({ ...frame.turnEnv }));
+    if (frame.gatewaySessionKey !== undefined) hidden('gatewaySessionKey', frame.gatewaySessionKey);
+    return Object.freeze(base) as unknown as EngineRunOptions;
+  }
+
+  function rememberRunId(runId: string): void {
+    rememberedRunIds.add(runId);
+    if (rememberedRunIds.size > MAX_REMEMBERED_RUN_IDS) {
+      const oldest = rememberedRunIds.values().next().value;
+      if (oldest !== undefined) rememberedRunIds.delete(oldest);
+    }
+  }
+
+  function handleRun(frame: RunFrame): void {
+    // Secrets are learned before anything else so that even a rejection cannot echo them.
+    secrets.add(frame.modelToken);
+    secrets.add(frame.gatewaySessionKey);
+    for (const value of Object.values(frame.turnEnv ?? {})) secrets.add(value);
+    if (state === 'awaiting_hello') {
+      rejectRun(frame.runId, 'not_initialized', 'send "hello" before "run"', false);
+      return;
+    }
+    if (rememberedRunIds.has(frame.runId)) {
+      log(
+        'warn',
+        `runId ${frame.runId} was already used; frame ignored`,
+        'duplicate_run',
+        frame.runId,
+      );
+      return;
+    }
+    if (activeRun !== undefined) {
+      rememberRunId(frame.runId);
+      rejectRun(
+        frame.runId,
+        'busy',
+        `run ${activeRun.runId} is still active in this session`,
+        true,
+      );
+      return;
+    }
+    const engine = frame.engineId === undefined ? defaultEngine : engines.get(frame.engineId);
+    if (engine === undefined) {
+      rememberRunId(frame.runId);
+      rejectRun(
+        frame.runId,
+        'unknown_engine',
+        `no engine ${JSON.stringify(frame.engineId)}; available: ${[...engines.keys()].join(', ')}`,
+        false,
+      );
+      return;
+    }
+    rememberRunId(frame.runId);
+    let markFinished!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      markFinished = resolve;
+    });
+    const run: ActiveRun = {
+      runId: frame.runId,
+      engine: engine as RunnerEngine<unknown>,
+      controller: new AbortController(),
+      seq: 0,
+      ended: false,
+      stopping: undefined,
+      muted: false,
+      graceTimer: undefined,
+      nativeSessionId: frame.nativeSessionId ?? currentNativeSessionId,
+      text: new DeltaRedactor(secrets),
+      thinking: new DeltaRedactor(secrets),
+      questions: new Set(),
+      finished,
+      markFinished,
+    };
+    activeRun = run;
+    runEvent(run, { type: 'accepted', engineId: engine.id });
+    const runOptions = engineOptions(frame, engine.id);
+    const emitter = makeEmitter(run);
+    const pendingMaintenance = maintenance.get(engine.id) ?? Promise.resolve();
+    void pendingMaintenance
+      .then(() => {
+        if (run.stopping !== undefined) return;
+        return engine.stream(
+          frame.message,
+          runOptions,
+          emitter,
+          options.runtime,
+          run.controller.signal,
+        );
+      })
+      .then(
+        () => {
+          if (run.stopping !== undefined) finishStopped(run);
+          else finishRun(run, { type: 'result', stopReason: 'end_turn' });
+        },
+        (error: unknown) => {
+          if (run.stopping !== undefined) finishStopped(run);
+          else finishRun(run, { type: 'failed', error: toWireError(error) });
+        },
+      );
+  }
+
+  function handleAnswer(frame: AnswerFrame): void {
+    const question = questions.get(frame.questionId);
+    if (
+      question === undefined ||
+      (frame.runId !== undefined && frame.runId !== question.run.runId)
+    ) {
+      log(
+        'warn',
+        `no pending question ${frame.questionId}; answer ignored`,
+        'unknown_question',
+        frame.runId,
+      );
+      return;
+    }
+    if (frame.decline === true) {
+      resolveQuestion(question, { outcome: 'declined' });
+      return;
+    }
+    const selected = frame.selected ?? [];
+    if (question.options !== undefined && selected.some((s) => !question.options?.includes(s))) {
+      log(
+        'warn',
+        `answer to ${frame.questionId} selects an unknown option; ignored`,
+        'invalid_answer',
+      );
+      return;
+    }
+    resolveQuestion(question, {
+      outcome: 'answered',
+      selected,
+      ...(frame.freeText !== undefined ? { freeText: frame.freeText } : {}),
+    });
+  }
+
+  function handleHello(frame: HelloFrame): void {
+    if (state !== 'awaiting_hello') {
+      log('warn', 'already initialized; extra "hello" ignored', 'already_initialized');
+      return;
+    }
+    const common = SUPPORTED_PROTOCOLS.filter((v) => frame.protocols.includes(v));
+    if (common.length === 0) {
+      send({
+        type: 'fatal',
+        code: 'unsupported_protocol',
+        message: `no common protocol version: host speaks ${SUPPORTED_PROTOCOLS.join(', ')}, driver offered ${frame.protocols.join(', ') || 'none'}`,
+      });
+      void stop('fatal');
+      return;
+    }
+    state = 'ready';
+    driverCapabilities = frame.capabilities ?? {};
+    send({
+      type: 'welcome',
+      protocol: Math.max(...common),
+      host: hostInfo,
+      engines: engineList.map((e) => ({ id: e.id, displayName: e.displayName })),
+      capabilities: { questions: true },
+    });
+  }
+
+  function dispatch(frame: DriverFrame): void {
+    switch (frame.type) {
+      case 'hello':
+        return handleHello(frame);
+      case 'run':
+        return handleRun(frame);
+      case 'ping':
+        return send(frame.id !== undefined ? { type: 'pong', id: frame.id } : { type: 'pong' });
+      case 'pong':
+        return;
+      case 'shutdown':
+      case 'fatal':
+        void stop('shutdown');
+        return;
+      case 'cancel':
+        if (state === 'awaiting_hello') {
+          log('warn', 'send "hello" first; frame ignored', 'not_initialized', frame.runId);
+        } else if (activeRun?.runId === frame.runId) {
+          stopRun(activeRun, 'cancel');
+        } else if (!rememberedRunIds.has(frame.runId)) {
+          log('warn', `no run ${frame.runId}; cancel ignored`, 'unknown_run', frame.runId);
+        }
+        return;
+      case 'answer':
+        if (state === 'awaiting_hello') {
+          log('warn', 'send "hello" first; frame ignored', 'not_initialized');
+          return;
+        }
+        return handleAnswer(frame);
+    }
+  }
+
+  function onFrame(value: Record<string, unknown>): void {
+    if (state === 'stopping') return;
+    const parsed = parseDriverFrame(value);
+    if (parsed.kind === 'unknown') return;
+    if (parsed.kind === 'invalid') {
+      const runId = typeof value.runId === 'string' ? value.runId.slice(0, 256) : undefined;
+      if (
+        parsed.type === 'run' &&
+        runId !== undefined &&
+        runId !== '' &&
+        !rememberedRunIds.has(runId)
+      ) {
+        if (typeof value.modelToken === 'string') secrets.add(value.modelToken);
+        if (typeof value.gatewaySessionKey === 'string') secrets.add(value.gatewaySessionKey);
+        if (value.turnEnv !== null && typeof value.turnEnv === 'object') {
+          for (const v of Object.values(value.turnEnv)) if (typeof v === 'string') secrets.add(v);
+        }
+        rememberRunId(runId);
+        rejectRun(runId, 'invalid_frame', `invalid "run" frame: ${parsed.issues}`, false);
+      } else {
+        log(
+          'warn',
+          `invalid ${JSON.stringify(parsed.type)} frame ignored: ${parsed.issues}`,
+          'invalid_frame',
+        );
+      }
+      return;
+    }
+    dispatch(parsed.frame);
+    throttleInput();
+  }
+
+  // A driver that keeps sending (pings, runs to reject, garbage) but does not read what we send
+  // would grow the output queue without end: past the hard cap, stop reading it until it reads.
+  let inputPaused = false;
+  function throttleInput(): void {
+    if (inputPaused || writer.bufferedBytes <= maxBufferedOutputBytes) return;
+    inputPaused = true;
+    options.input.pause();
+    void writer.whenWritable().then(() => {
+      inputPaused = false;
+      if (state !== 'stopping') options.input.resume();
+    });
+  }
+
+  function onDecodeError(error: DecodeError): void {
+    log('warn', error.message, error.code);
+    throttleInput();
+  }
+
+  const detachInput = readFrames(options.input, {
+    maxFrameBytes,
+    onFrame,
+    onError: onDecodeError,
+    onEnd: (reason) => void stop(reason === 'eof' ? 'eof' : 'input_error'),
+  });
+
+  let stopping: Promise<void> | undefined;
+  function stop(reason: RunnerHostExit['reason']): Promise<void> {
+    stopping ??= (async () => {
+      state = 'stopping';
+      detachInput();
+      const run = activeRun;
+      if (run !== undefined) {
+        stopRun(run, 'shutdown');
+        await run.finished;
+      }
+      await Promise.allSettled(maintenance.values());
+      if (reason === 'shutdown' || reason === 'eof') send({ type: 'bye' });
+      let disposeTimer: unknown;
+      await Promise.race([
+        Promise.allSettled(
+          engineList.map((engine) =>
+            Promise.resolve()
+              .then(() => engine.dispose?.())
+              .catch((error: unknown) =>
+                log('warn', `dispose of engine ${engine.id} failed: ${toWireError(error).message}`),
+              ),
+          ),
+        ),
+        new Promise<void>((resolve) => {
+          disposeTimer = timers.setTimeout(resolve, cancelGraceMs);
+        }),
+      ]);
+      timers.clearTimeout(disposeTimer);
+      // A driver that stopped reading for good must not keep the host alive: flushing is bounded.
+      let flushTimer: unknown;
+      const flushed = await Promise.race([
+        writer.end(options.endOutput ?? true).then(() => true),
+        new Promise<boolean>((resolve) => {
+          flushTimer = timers.setTimeout(() => resolve(false), flushTimeoutMs);
+        }),
+      ]);
+      timers.clearTimeout(flushTimer);
+      if (!flushed && (options.endOutput ?? true)) options.output.destroy();
+      resolveDone({ reason });
+    })();
+    return stopping;
+  }
+
+  return { done };
+}

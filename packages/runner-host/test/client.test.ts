@@ -1,0 +1,204 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  RunnerHostError,
+  connectRunner,
+  connectRunnerSocket,
+  spawnRunner,
+  type RunEvent,
+} from '../src/index.js';
+import { hostScript, startSocketHost, type SocketHost } from './helpers.js';
+
+const script = (...steps: object[]) => JSON.stringify({ script: steps });
+
+function spawnHost(env: NodeJS.ProcessEnv = {}, maxBufferedEvents?: number) {
+  return spawnRunner(process.execPath, [hostScript, '--stdio'], {
+    stderr: 'pipe',
+    env: { ...process.env, ...env },
+    idleTimeoutMs: 10_000,
+    ...(maxBufferedEvents !== undefined ? { maxBufferedEvents } : {}),
+  });
+}
+
+describe('connectRunner over a child process', () => {
+  it('handshakes, streams typed events in seq order and resolves the outcome', async () => {
+    const { client, child } = spawnHost({ RUNNER_HOST_NATIVE_SESSION_ID: 'native-0' });
+    const welcome = await client.welcome;
+    expect(welcome.protocol).toBe(1);
+    expect(welcome.engines.map((e) => e.id)).toEqual(['scripted', 'second']);
+    const handle = client.run({
+      message: script(
+        { op: 'text', text: 'hello ' },
+        { op: 'tool', toolCallId: 't', name: 'grep', input: { q: 1 }, output: ['a'] },
+        { op: 'text', text: 'world' },
+      ),
+    });
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => e.type)).toEqual([
+      'accepted',
+      'text',
+      'tool_start',
+      'tool_end',
+      'text',
+      'result',
+    ]);
+    const outcome = await handle.outcome;
+    expect(outcome).toMatchObject({
+      type: 'result',
+      stopReason: 'end_turn',
+      nativeSessionId: 'native-0',
+    });
+    expect(await client.ping()).toBeGreaterThanOrEqual(0);
+    await client.shutdown();
+    expect(child.exitCode ?? (await new Promise((r) => child.once('exit', r)))).toBe(0);
+  });
+
+  it('answers questions through onQuestion, and aborting the signal cancels the run', async () => {
+    const { client } = spawnHost();
+    const answered = client.run(
+      { message: script({ op: 'question', prompt: 'colour?', options: ['red', 'blue'] }) },
+      {
+        onQuestion: (question) => {
+          expect(question.prompt).toBe('colour?');
+          return { selected: ['red'], freeText: 'because' };
+        },
+      },
+    );
+    const texts: string[] = [];
+    for await (const event of answered) if (event.type === 'text') texts.push(event.delta);
+    expect(texts.join('')).toBe(
+      'question:{"outcome":"answered","selected":["red"],"freeText":"because"}',
+    );
+
+    const controller = new AbortController();
+    const cancelled = client.run(
+      { message: script({ op: 'text', text: 'x' }, { op: 'wait', ms: 30_000 }) },
+      {
+        signal: controller.signal,
+        onEvent: (event) => {
+          if (event.type === 'text') controller.abort();
+        },
+      },
+    );
+    expect(await cancelled.outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
+
+    const early = new AbortController();
+    early.abort();
+    expect(await client.run({ message: 'x' }, { signal: early.signal }).outcome).toMatchObject({
+      type: 'result',
+      stopReason: 'cancelled',
+    });
+    await client.shutdown();
+  });
+
+  it('refuses a second active run with the same runId', async () => {
+    const { client } = spawnHost();
+    const first = client.run({ runId: 'same', message: 'one' });
+    expect(() => client.run({ runId: 'same', message: 'two' })).toThrow(
+      expect.objectContaining({ code: 'ERR_DUPLICATE_RUN' }),
+    );
+    expect(await first.outcome).toMatchObject({ type: 'result' });
+    await client.shutdown();
+  });
+
+  it('declines questions when no onQuestion is given', async () => {
+    const { client } = spawnHost();
+    const handle = client.run({ message: script({ op: 'question', prompt: 'ok?' }) });
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    expect(events.find((e) => e.type === 'question_resolved')).toMatchObject({
+      outcome: 'declined',
+    });
+    await client.shutdown();
+  });
+
+  it('yields failed{host_lost} when the host dies mid-run', async () => {
+    const { client, child } = spawnHost();
+    await client.welcome;
+    const handle = client.run(
+      { message: script({ op: 'text', text: 'x' }, { op: 'wait', ms: 30_000 }) },
+      { onEvent: (event) => event.type === 'text' && child.kill('SIGKILL') },
+    );
+    const outcome = await handle.outcome;
+    expect(outcome).toMatchObject({
+      type: 'failed',
+      seq: 3,
+      error: { code: 'host_lost', retryable: true },
+    });
+    await expect(client.ping()).rejects.toMatchObject({ code: 'ERR_CHANNEL_CLOSED' });
+  });
+
+  it('yields failed{host_lost} when the host goes silent past the idle timeout', async () => {
+    // A "host" that reads but never writes a single frame.
+    const child = spawn(process.execPath, [
+      '-e',
+      'process.stdin.resume(); setInterval(() => {}, 1e6)',
+    ]);
+    const client = connectRunner({ input: child.stdout, output: child.stdin, idleTimeoutMs: 300 });
+    const outcome = await client.run({ message: 'hello' }).outcome;
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'host_lost' } });
+    expect((outcome.type === 'failed' && outcome.error.message) || '').toMatch(
+      /no frame from the host/,
+    );
+    await expect(client.welcome).rejects.toMatchObject({ code: 'ERR_HANDSHAKE' });
+    child.kill('SIGKILL');
+  });
+
+  it('rejects welcome with ERR_HANDSHAKE when no protocol version is shared', async () => {
+    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
+      protocols: [7],
+      stderr: 'ignore',
+    });
+    const error = await client.welcome.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RunnerHostError);
+    expect(error).toMatchObject({
+      code: 'ERR_HANDSHAKE',
+      message: expect.stringMatching(/unsupported_protocol/),
+    });
+    expect(await client.run({ message: 'x' }).outcome).toMatchObject({
+      error: { code: 'host_lost' },
+    });
+  });
+
+  it('pauses reading while unconsumed events pile up, resumes and delivers all of them', async () => {
+    const { client } = spawnHost({}, 50);
+    const handle = client.run({
+      message: script({ op: 'text', text: 'y'.repeat(100), repeat: 2000 }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    let text = 0;
+    for await (const event of handle) if (event.type === 'text') text += event.delta.length;
+    expect(text).toBe(200_000);
+    await client.shutdown();
+  });
+});
+
+describe('connectRunnerSocket', () => {
+  let host: SocketHost;
+  beforeAll(async () => {
+    host = await startSocketHost();
+  });
+  afterAll(() => host.stop());
+
+  it('runs a turn over a unix socket and serves several connections', async () => {
+    const first = await connectRunnerSocket(host.path);
+    const second = await connectRunnerSocket(host.path);
+    const [a, b] = await Promise.all([
+      first.client.run({ message: 'one' }).outcome,
+      second.client.run({ message: 'two' }).outcome,
+    ]);
+    expect(a).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(b).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    await first.client.shutdown();
+    await second.client.shutdown();
+    expect(first.socket.destroyed || first.socket.readableEnded).toBe(true);
+  });
+
+  it('rejects with ERR_CHANNEL_CLOSED when nothing listens', async () => {
+    await expect(connectRunnerSocket(`${host.path}.missing`)).rejects.toMatchObject({
+      code: 'ERR_CHANNEL_CLOSED',
+    });
+  });
+});
