@@ -23,7 +23,9 @@ const bold = (text) => (process.stdout.isTTY ? `\u001b[1m${text}\u001b[0m` : tex
 let step = 0;
 
 function packwarden(args, { expect = 0, show = true, capture = false } = {}) {
-  const shown = args.map((arg) => (arg.startsWith(work) ? `$DEMO/${relative(work, arg)}` : arg));
+  const shown = args
+    .map((arg) => (arg.startsWith(work) ? `$DEMO/${relative(work, arg)}` : arg))
+    .map((arg) => (/[\s"'!]/.test(arg) ? JSON.stringify(arg) : arg));
   if (show) console.log(`\n  $ packwarden ${shown.join(' ')}`);
   const result = spawnSync(process.execPath, [bin, ...args], {
     cwd: work,
@@ -138,6 +140,24 @@ try {
   );
   if (byName !== digest) throw new Error('digest by name differs');
 
+  title('Run a turn of the signed pack in the sandbox, with its example engine (no model needed)');
+  const sandboxState = join(work, 'sandbox-state');
+  const workspace = join(work, 'workspace');
+  packwarden([
+    'run',
+    pack,
+    'Hello! What is in your workspace?',
+    '--require-signed-pack',
+    '--keys',
+    keysFile,
+    '--state-dir',
+    sandboxState,
+    '--workspace',
+    workspace,
+  ]);
+  const wrote = readFileSync(join(workspace, 'hello.txt'), 'utf8').trim();
+  console.log(`    the engine wrote $DEMO/workspace/hello.txt: ${JSON.stringify(wrote)}`);
+
   title('Verify a whole folder of packs in one process: one line each, then a summary');
   const fleet = join(work, 'fleet');
   cpSync(pack, join(fleet, 'hello-pack'), { recursive: true });
@@ -166,7 +186,7 @@ try {
   );
 
   console.log(
-    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → resolve by name → batch verify.`,
+    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → resolve by name → a turn in the sandbox → batch verify.`,
   );
 } finally {
   rmSync(work, { recursive: true, force: true });

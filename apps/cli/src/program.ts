@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerPackCommands, registerTrustCommands } from './commands/pack.js';
+import { registerSandboxCommands } from './commands/sandbox.js';
 import { describeError, EXIT } from './errors.js';
 import type { CliIo } from './io.js';
 import { VERSION } from './version.js';
@@ -30,6 +31,7 @@ Docs: https://github.com/packwarden/packwarden#readme`,
     );
   registerPackCommands(program, io, state);
   registerTrustCommands(program, io, state);
+  registerSandboxCommands(program, io, state);
   return program;
 }
 

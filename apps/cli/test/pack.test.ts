@@ -41,7 +41,7 @@ describe('pack digest', () => {
       schemaVersion: 1,
       algorithm: 'packwarden-digest/1',
       pack: { name: 'hello-pack', version: '0.1.0' },
-      fileCount: 6,
+      fileCount: 8,
     });
     expect(doc.files).toContainEqual(
       expect.objectContaining({ path: '.claude/hooks/audit.sh', mode: 'x' }),
@@ -139,7 +139,7 @@ describe('pack info and pack list', () => {
     expect(json).toMatchObject({
       schemaVersion: 1,
       pack: { name: 'hello-pack', version: '0.1.0' },
-      engine: 'claude',
+      engine: 'hello',
       fileAccess: 'workspace-write',
       signatureFile: false,
       executableFiles: ['.claude/hooks/audit.sh'],

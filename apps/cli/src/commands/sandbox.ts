@@ -1,0 +1,102 @@
+import { Option, type Command } from 'commander';
+import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
+import type { CliIo } from '../io.js';
+import type { RunState } from '../program.js';
+
+export interface SandboxFlags extends TrustFlags {
+  agent: string;
+  socket?: string;
+  stdio?: boolean;
+  stateDir?: string;
+  workspace?: string;
+  requireSignedPack?: boolean;
+  cancelGraceMs?: string;
+}
+
+export interface RunFlags extends TrustFlags {
+  json?: boolean;
+  baseUrl?: string;
+  modelToken?: string;
+  model?: string;
+  fileAccess?: 'none' | 'read' | 'write';
+  requireSignedPack?: boolean;
+  stateDir?: string;
+  workspace?: string;
+}
+
+/** `packwarden sandbox` (the host inside a sandbox) and `packwarden run` (its driver). */
+export function registerSandboxCommands(program: Command, io: CliIo, state: RunState): void {
+  addTrustRootOptions(
+    program
+      .command('sandbox')
+      .description('Serve one pack behind the runner-host protocol (the process inside a sandbox)')
+      .requiredOption('--agent <pack>', 'pack path or installed pack name')
+      .addOption(
+        new Option('--socket <path>', 'listen on a unix socket (mode 0660)').conflicts('stdio'),
+      )
+      .option('--stdio', 'speak the protocol on stdin/stdout (one session)')
+      .option('--state-dir <dir>', 'all writable state: HOME, caches, PACKWARDEN_HOME', '/state')
+      .option('--workspace <dir>', 'the workspace engines work in (default <state-dir>/workspace)')
+      .option(
+        '--require-signed-pack',
+        'copy the pack into the state dir, verify the copy, and run only that copy',
+      )
+      .option(
+        '--cancel-grace-ms <ms>',
+        'how long a cancelled engine may take before it is killed',
+        '5000',
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+The sandbox holds no credential: each run frame brings baseUrl and modelToken. It works in its own
+workspace (a run frame's workspaceRoot is ignored, with one warning), keeps all state under
+--state-dir, and sets PACKWARDEN_SANDBOX=1. Engine output never reaches the protocol channel:
+console output goes to stderr, scrubbed of the run's secrets.
+PACKWARDEN_REQUIRE_SIGNED_PACK=1 is the same as --require-signed-pack.
+Exit codes: 0 closed cleanly, 1 boot failure or uncaught exception, 2 bad usage,
+3–7 the pack's signature was refused (see "packwarden pack verify --help").
+Docs: docs/sandbox.md`,
+    )
+    .action(async (options: SandboxFlags) => {
+      const { sandbox } = await import('./sandbox-actions.js');
+      state.exitCode = await sandbox(io, options);
+    });
+
+  addTrustRootOptions(
+    program
+      .command('run')
+      .description('Run one turn of a pack in a sandbox child process and show it')
+      .argument('<pack>', 'pack path or installed pack name')
+      .argument('<message>', 'what to ask the agent')
+      .option('--json', 'print the protocol frames, one JSON object per line')
+      .option('--base-url <url>', 'model gateway for this turn (default $PACKWARDEN_BASE_URL)')
+      .option(
+        '--model-token <token>',
+        'model credential for this turn (default $PACKWARDEN_MODEL_TOKEN); sent only in the run frame',
+      )
+      .option('--model <id>', 'model id for this turn')
+      .addOption(
+        new Option('--file-access <level>', "narrow the pack's file access for this turn").choices([
+          'none',
+          'read',
+          'write',
+        ]),
+      )
+      .option('--require-signed-pack', 'the sandbox verifies a private copy and runs only that')
+      .option('--state-dir <dir>', 'sandbox state (default $PACKWARDEN_HOME/sandbox/<pack name>)')
+      .option('--workspace <dir>', 'the workspace (default <state-dir>/workspace)'),
+  )
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 130 cancelled (Ctrl-C).
+On a terminal the turn streams as it happens and questions are asked; otherwise questions are
+declined. --json prints every frame the sandbox sends (welcome first, the terminal frame last).`,
+    )
+    .action(async (pack: string, message: string, options: RunFlags) => {
+      const { runPack } = await import('./run-actions.js');
+      state.exitCode = await runPack(io, pack, message, options);
+    });
+}

@@ -1,0 +1,33 @@
+/**
+ * Stable codes carried by {@link EngineError}. They are API: never renamed, never reused.
+ *
+ * - `ERR_ENGINE_NOT_SPECIFIED`: the pack's `agent.yaml` names no `spec.engine`.
+ * - `ERR_ENGINE_NOT_FOUND`: no engine folder and no built-in engine has that id.
+ * - `ERR_ENGINE_NOT_AVAILABLE`: a known engine (`claude`, `codex`) this version does not ship.
+ * - `ERR_ENGINE_MANIFEST_INVALID`: `engine.manifest.json` is missing, too large, not JSON, or
+ *   breaks the Custom Engine V2 contract (the message names the field).
+ * - `ERR_ENGINE_ENTRY_INVALID`: the manifest's `entry` leaves the engine folder, or is not a
+ *   regular `.mjs` / `.js` file.
+ * - `ERR_ENGINE_LOAD`: importing the engine module failed, or its `engineExport` is not a class
+ *   with a `run(turn)` method.
+ * - `ERR_EXEC_SPEC_INVALID`: the pack's `spec.exec` is missing or invalid for the `exec` engine.
+ */
+export type EngineErrorCode =
+  | 'ERR_ENGINE_NOT_SPECIFIED'
+  | 'ERR_ENGINE_NOT_FOUND'
+  | 'ERR_ENGINE_NOT_AVAILABLE'
+  | 'ERR_ENGINE_MANIFEST_INVALID'
+  | 'ERR_ENGINE_ENTRY_INVALID'
+  | 'ERR_ENGINE_LOAD'
+  | 'ERR_EXEC_SPEC_INVALID';
+
+/** The one error class of `@packwarden/engines`; branch on `code`, never on `message`. */
+export class EngineError extends Error {
+  readonly code: EngineErrorCode;
+
+  constructor(code: EngineErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EngineError';
+    this.code = code;
+  }
+}

@@ -1,0 +1,37 @@
+export { EngineError } from './errors.js';
+export type { EngineErrorCode } from './errors.js';
+
+export { BUILT_IN_ENGINES, UNAVAILABLE_ENGINES, loadPackEngine } from './load-pack-engine.js';
+export type { LoadPackEngineOptions } from './load-pack-engine.js';
+
+export type { PackEngine, PackIdentity } from './pack-engine.js';
+export type { EngineRuntime } from './runtime.js';
+
+export { DEFAULT_DECLARED_FILE_ACCESS, effectiveFileAccess } from './permissions.js';
+export type { DeclaredFileAccess, TurnFileAccess } from './permissions.js';
+
+export {
+  CUSTOM_ENGINE_MANIFEST_FILE,
+  CUSTOM_ENGINE_MANIFEST_MAX_BYTES,
+  ENGINE_ID_PATTERN,
+  customEngineManifestSchema,
+  loadCustomEngineManifest,
+} from './custom-manifest.js';
+export type { CustomEngineManifest, LoadedCustomEngineManifest } from './custom-manifest.js';
+
+export { loadCustomEngine } from './custom-engine.js';
+export type { LoadCustomEngineOptions } from './custom-engine.js';
+export type {
+  CustomEngineEmitter,
+  CustomEngineInit,
+  CustomEngineInstance,
+  CustomEngineLogger,
+  CustomEngineRouting,
+  CustomEngineTurn,
+} from './turn.js';
+
+export { createExecEngine } from './exec-engine.js';
+export type { CreateExecEngineOptions } from './exec-engine.js';
+export { execSpecSchema, parseExecSpec } from './exec-spec.js';
+export type { ExecSpec, ResolvedExecSpec } from './exec-spec.js';
+export { StderrTail } from './stderr-tail.js';

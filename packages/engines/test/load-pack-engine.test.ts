@@ -1,0 +1,121 @@
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parsePackManifest } from '@packwarden/pack-manifest';
+import { afterEach, describe, expect, test } from 'vitest';
+import { EngineError, loadPackEngine } from '../src/index.js';
+import { cleanTemps, fixtures, tempDir } from './helpers.js';
+
+afterEach(cleanTemps);
+
+function manifest(spec: string) {
+  return parsePackManifest(
+    `apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: p, version: 1.0.0}\nspec:\n${spec}\n`,
+  );
+}
+
+function customEngine(root: string, id: string, label: string): void {
+  const dir = join(root, 'engines', id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'engine.manifest.json'),
+    JSON.stringify({ version: 2, id, entry: 'e.mjs', engineExport: 'E', displayName: label }),
+  );
+  writeFileSync(join(dir, 'e.mjs'), 'export class E { run() {} }');
+}
+
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: EngineError) => error,
+  );
+
+describe('loadPackEngine resolution', () => {
+  test('<pack>/engines/<id> first, then $PACKWARDEN_HOME/engines/<id>', async () => {
+    const pack = tempDir();
+    const home = tempDir();
+    customEngine(home, 'mine', 'from home');
+    const m = manifest('  engine: mine');
+    expect((await loadPackEngine({ packDir: pack, manifest: m, home })).displayName).toBe(
+      'from home',
+    );
+    customEngine(pack, 'mine', 'from the pack');
+    expect((await loadPackEngine({ packDir: pack, manifest: m, home })).displayName).toBe(
+      'from the pack',
+    );
+  });
+
+  test('a pack folder named like a built-in engine wins over it; otherwise exec is built in', async () => {
+    const pack = tempDir();
+    const m = manifest('  engine: exec\n  exec: {command: [sh, -c, "true"]}');
+    expect(
+      (await loadPackEngine({ packDir: pack, manifest: m, home: tempDir() })).displayName,
+    ).toBe('exec: sh');
+    customEngine(pack, 'exec', 'custom exec');
+    expect(
+      (await loadPackEngine({ packDir: pack, manifest: m, home: tempDir() })).displayName,
+    ).toBe('custom exec');
+  });
+
+  test('unknown ids, missing spec.engine and an id mismatch are clear errors', async () => {
+    const pack = tempDir();
+    const unknown = await failure(
+      loadPackEngine({ packDir: pack, manifest: manifest('  engine: nope'), home: tempDir() }),
+    );
+    expect(unknown).toBeInstanceOf(EngineError);
+    expect(unknown).toMatchObject({ code: 'ERR_ENGINE_NOT_FOUND' });
+    expect(unknown?.message).toContain(join(pack, 'engines', 'nope'));
+    const none = await failure(
+      loadPackEngine({ packDir: pack, manifest: manifest('  model: x'), home: tempDir() }),
+    );
+    expect(none).toMatchObject({ code: 'ERR_ENGINE_NOT_SPECIFIED' });
+    customEngine(pack, 'other', 'x');
+    cpSync(join(pack, 'engines', 'other'), join(pack, 'engines', 'renamed'), { recursive: true });
+    const mismatch = await failure(
+      loadPackEngine({ packDir: pack, manifest: manifest('  engine: renamed'), home: tempDir() }),
+    );
+    expect(mismatch).toMatchObject({ code: 'ERR_ENGINE_MANIFEST_INVALID' });
+  });
+
+  test.each([
+    ['claude', '@anthropic-ai/claude-agent-sdk'],
+    ['codex', '@openai/codex-sdk'],
+  ])('%s is not available in this version, and the error names %s', async (id, sdk) => {
+    const error = await failure(
+      loadPackEngine({
+        packDir: tempDir(),
+        manifest: manifest(`  engine: ${id}`),
+        home: tempDir(),
+      }),
+    );
+    expect(error).toMatchObject({ code: 'ERR_ENGINE_NOT_AVAILABLE' });
+    expect(error?.message).toContain(`the ${id} engine is not available in this version`);
+    expect(error?.message).toContain(sdk);
+  });
+
+  test('exec needs a valid spec.exec whose program stays inside the pack', async () => {
+    const load = (spec: string) =>
+      failure(loadPackEngine({ packDir: tempDir(), manifest: manifest(spec), home: tempDir() }));
+    expect(await load('  engine: exec')).toMatchObject({ code: 'ERR_EXEC_SPEC_INVALID' });
+    expect(await load('  engine: exec\n  exec: {command: []}')).toMatchObject({
+      code: 'ERR_EXEC_SPEC_INVALID',
+    });
+    expect(await load('  engine: exec\n  exec: {command: [../outside.sh]}')).toMatchObject({
+      code: 'ERR_EXEC_SPEC_INVALID',
+    });
+    expect(await load('  engine: exec\n  exec: {command: [x], env: {"A-B": "1"}}')).toMatchObject({
+      code: 'ERR_EXEC_SPEC_INVALID',
+    });
+  });
+
+  test('the example pack loads its hello engine', async () => {
+    const { loadPackManifest } = await import('@packwarden/pack-manifest');
+    const example = new URL('../../../examples/hello-pack/', import.meta.url).pathname;
+    const engine = await loadPackEngine({
+      packDir: example,
+      manifest: loadPackManifest(example).manifest,
+      home: tempDir(),
+    });
+    expect(engine.id).toBe('hello');
+    expect(fixtures).toBeTruthy();
+  });
+});
