@@ -1,7 +1,7 @@
 // The demo behind `bash scripts/demo.sh`: runs the built `packwarden` binary on the example
 // pack, step by step, printing each command and what it shows. Works in a temp dir; leaves the
 // repository untouched.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   cpSync,
@@ -21,6 +21,19 @@ const work = mkdtempSync(join(tmpdir(), 'packwarden-demo-'));
 const home = join(work, 'home');
 const bold = (text) => (process.stdout.isTTY ? `\u001b[1m${text}\u001b[0m` : text);
 let step = 0;
+
+// A plain static file server for the demo's store folder, like any static host would be.
+const STATIC_SERVER = `
+const { createServer } = require('node:http');
+const { readFile } = require('node:fs/promises');
+const { join, normalize } = require('node:path');
+const root = process.argv[1];
+const server = createServer(async (request, response) => {
+  const path = normalize(decodeURIComponent(new URL(request.url, 'http://x').pathname));
+  try { response.writeHead(200).end(await readFile(join(root, path))); } catch { response.writeHead(404).end(); }
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
 
 function packwarden(args, { expect = 0, show = true, capture = false } = {}) {
   const shown = args
@@ -128,24 +141,55 @@ try {
   );
   packwarden(['pack', 'validate', broken], { expect: 1 });
 
-  title('Install it by hand into $PACKWARDEN_HOME and find it by name');
-  const versionDir = join(home, 'agents', 'hello-pack', '0.1.0');
-  mkdirSync(versionDir, { recursive: true });
-  cpSync(join(repo, 'examples', 'hello-pack'), versionDir, { recursive: true });
-  writeFileSync(join(home, 'agents', 'hello-pack', 'current.txt'), '0.1.0\n');
+  title(
+    'Build a static store from the signed pack, serve it on 127.0.0.1, install with signatures required',
+  );
+  const storeSource = join(work, 'store-source');
+  cpSync(pack, join(storeSource, 'hello-pack'), { recursive: true });
+  const storeDir = join(work, 'store');
+  packwarden(['store', 'build', storeSource, '--out', storeDir]);
+  const server = spawn(process.execPath, ['-e', STATIC_SERVER, storeDir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      server.stdout.once('data', (chunk) => resolve(String(chunk).trim()));
+      server.once('exit', (code) => reject(new Error(`the static server exited (${code})`)));
+    });
+    const storeUrl = `http://127.0.0.1:${port}/index.json`;
+    console.log(`    serving $DEMO/store at ${storeUrl}`);
+    packwarden(['store', 'list', '--store', storeUrl]);
+    packwarden([
+      'store',
+      'install',
+      'pack/hello-pack',
+      '--store',
+      storeUrl,
+      '--require-signed',
+      '--keys',
+      keysFile,
+    ]);
+  } finally {
+    server.kill();
+  }
+
+  title('The installed pack is found by name, and still verifies');
   packwarden(['pack', 'list']);
   const byName = packwarden(['pack', 'digest', 'hello-pack']).slice(0, 64);
   console.log(
-    `    same digest as the untouched example: ${byName === digest ? 'yes ✓' : 'NO (bug!)'}`,
+    `    same digest as the signed example: ${byName === digest ? 'yes ✓' : 'NO (bug!)'}`,
   );
   if (byName !== digest) throw new Error('digest by name differs');
+  packwarden(['pack', 'verify', 'hello-pack', '--keys', keysFile]);
 
-  title('Run a turn of the signed pack in the sandbox, with its example engine (no model needed)');
+  title(
+    'Run a turn of the installed pack in the sandbox, with its example engine (no model needed)',
+  );
   const sandboxState = join(work, 'sandbox-state');
   const workspace = join(work, 'workspace');
   packwarden([
     'run',
-    pack,
+    'hello-pack',
     'Hello! What is in your workspace?',
     '--require-signed-pack',
     '--keys',
@@ -186,7 +230,7 @@ try {
   );
 
   console.log(
-    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → resolve by name → a turn in the sandbox → batch verify.`,
+    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → static store → signed install → resolve by name → a turn in the sandbox → batch verify.`,
   );
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -42,6 +42,10 @@ const HINTS: Record<string, string> = {
     'rename one of the two: they are the same name on macOS and in the digest',
   ERR_DIGEST_CONTROL_CHARACTER: 'rename it: names with control characters are refused everywhere',
   ERR_DIGEST_INVALID_UTF8_NAME: 'rename it to valid UTF-8',
+  ERR_ALREADY_INSTALLED:
+    'pass --force to replace it, or install another version with <slug>@<version>',
+  ERR_SIGNATURE_REFUSED:
+    'only packs whose pack.sig verifies against your trust root are installed with --require-signed',
 };
 
 /**

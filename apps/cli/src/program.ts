@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerPackCommands, registerTrustCommands } from './commands/pack.js';
+import { registerStoreCommands } from './commands/store.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { describeError, EXIT } from './errors.js';
 import type { CliIo } from './io.js';
@@ -31,6 +32,7 @@ Docs: https://github.com/packwarden/packwarden#readme`,
     );
   registerPackCommands(program, io, state);
   registerTrustCommands(program, io, state);
+  registerStoreCommands(program, io, state);
   registerSandboxCommands(program, io, state);
   return program;
 }

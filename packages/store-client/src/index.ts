@@ -1,1 +1,51 @@
-export {};
+export {
+  formatArtifactRef,
+  isSlug,
+  normalizeArtifactType,
+  parseArtifactRef,
+  ARTIFACT_TYPES,
+  SLUG_PATTERN,
+} from './refs.js';
+export type { ArtifactRef, ArtifactType } from './refs.js';
+export { isStoreError, StoreError } from './errors.js';
+export type { StoreErrorCode, StoreErrorOptions } from './errors.js';
+export { DEFAULT_EXTRACT_LIMITS } from './limits.js';
+export type { ExtractLimits } from './limits.js';
+export { extractArchive, normalizeMode } from './extract.js';
+export type { ExtractedEntry, ExtractOptions, ExtractResult } from './extract.js';
+export { foldName } from './archive-path.js';
+export {
+  AGENTHIPPO_TYPE_DIRS,
+  DEFAULT_GITHUB_API_URL,
+  DEFAULT_STORE_REPO,
+  DEFAULT_STORE_URL,
+  openStore,
+} from './store.js';
+export type {
+  ArtifactSource,
+  Env,
+  OpenStoreOptions,
+  ResolvedArtifact,
+  Store,
+  StoreArtifact,
+  StoreContext,
+  StoreKind,
+  StoreProblem,
+} from './store.js';
+export {
+  STATIC_STORE_FORMAT,
+  STORE_INDEX_LIMITS,
+  StaticStoreIndexSchema,
+  staticStoreIndexJsonSchema,
+} from './index-schema.js';
+export type { StaticStoreIndex, StaticStoreVersion } from './index-schema.js';
+export { installPack } from './install.js';
+export type {
+  InstallPackOptions,
+  InstallPhase,
+  InstallProgress,
+  InstallResult,
+} from './install.js';
+export { buildStaticStore, REPRODUCIBLE_MTIME } from './build.js';
+export type { BuildStaticStoreOptions, BuildStaticStoreResult, BuiltPack } from './build.js';
+export { isLoopbackHost } from './url-policy.js';

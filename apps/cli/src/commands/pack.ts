@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { installOptions, type InstallFlags } from './store.js';
 import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
 import type { CliIo } from '../io.js';
 import type { RunState } from '../program.js';
@@ -148,6 +149,21 @@ With several packs or --all: 0 when none failed, else the code of the first fail
         state.exitCode = await packVerify(io, refs, options);
       },
     );
+
+  registerPackInstall(pack, io, state);
+}
+
+export function registerPackInstall(pack: Command, io: CliIo, state: RunState): void {
+  installOptions(
+    pack
+      .command('install')
+      .description('Install a pack from the store, extracted flat into a folder')
+      .argument('<slug>', 'the pack, as <slug> or <slug>@<version>')
+      .requiredOption('--to <dir>', 'the folder to extract the pack into'),
+  ).action(async (slug: string, options: InstallFlags) => {
+    const { packInstall } = await import('./store-actions.js');
+    state.exitCode = await packInstall(io, slug, options);
+  });
 }
 
 export function registerTrustCommands(program: Command, io: CliIo, state: RunState): void {

@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import type { CliIo } from '../io.js';
+import type { RunState } from '../program.js';
+import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
+
+export interface StoreFlags {
+  store?: string;
+  json?: boolean;
+}
+
+export interface InstallFlags extends StoreFlags, TrustFlags {
+  force?: boolean;
+  requireSigned?: boolean;
+  to?: string;
+}
+
+const STORE_HELP = `
+The store is --store URL, else PACKWARDEN_STORE_URL (or AGENTHIPPO_STORE_URL), else the
+AgentHippo store. A static store is an index.json from \`packwarden store build\`, over https://
+(http:// on loopback only), file:// or a plain path; which kind a store is comes from its index.`;
+
+const storeOption = (command: Command) =>
+  command
+    .option('--store <url>', 'the store index URL or folder')
+    .option('--json', 'print a JSON document');
+
+export function installOptions(command: Command): Command {
+  return addTrustRootOptions(
+    storeOption(command)
+      .option('--force', 'replace an installed version (or a non-empty --to folder)')
+      .option(
+        '--require-signed',
+        'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
+      ),
+  );
+}
+
+export function registerStoreCommands(program: Command, io: CliIo, state: RunState): void {
+  const store = program
+    .command('store')
+    .description('Browse pack stores, install from them, build your own')
+    .addHelpText('after', STORE_HELP);
+
+  storeOption(store.command('list').description('List the artifacts in the store'))
+    .option('--type <type>', 'only packs, skills or mcp')
+    .action(async (options: StoreFlags & { type?: string }) => {
+      const { storeList } = await import('./store-actions.js');
+      state.exitCode = await storeList(io, undefined, options);
+    });
+
+  storeOption(
+    store.command('search').description('Search the store by slug, name, description and tags'),
+  )
+    .argument('<query>', 'words to look for')
+    .option('--type <type>', 'only packs, skills or mcp')
+    .action(async (query: string, options: StoreFlags & { type?: string }) => {
+      const { storeList } = await import('./store-actions.js');
+      state.exitCode = await storeList(io, query, options);
+    });
+
+  storeOption(store.command('info').description('Show one artifact and its versions'))
+    .argument('<ref>', '<type>/<slug>[@<version>], e.g. pack/code-reviewer')
+    .action(async (ref: string, options: StoreFlags) => {
+      const { storeInfo } = await import('./store-actions.js');
+      state.exitCode = await storeInfo(io, ref, options);
+    });
+
+  installOptions(
+    store
+      .command('install')
+      .description('Install a pack into $PACKWARDEN_HOME/agents/<slug>/<version>, atomically')
+      .argument('<ref>', '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0'),
+  ).action(async (ref: string, options: InstallFlags) => {
+    const { storeInstall } = await import('./store-actions.js');
+    state.exitCode = await storeInstall(io, ref, options);
+  });
+
+  store
+    .command('build')
+    .description(
+      'Write a static store (index.json + reproducible .tar.gz archives) from a folder of packs',
+    )
+    .argument('<packs-dir>', 'a folder whose subfolders are packs (each with agent.yaml)')
+    .requiredOption('--out <dir>', 'where to write the store')
+    .option(
+      '--base-url <url>',
+      'absolute URL the archives will be served from (default: relative URLs)',
+    )
+    .option('--json', 'print a JSON document')
+    .action(
+      async (packsDir: string, options: { out: string; baseUrl?: string; json?: boolean }) => {
+        const { storeBuild } = await import('./store-actions.js');
+        state.exitCode = await storeBuild(io, packsDir, options);
+      },
+    );
+}

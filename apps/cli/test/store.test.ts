@@ -1,0 +1,214 @@
+import {
+  cpSync,
+  type Dirent,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, normalize } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
+
+afterEach(cleanTemps);
+
+/** A plain static file server on 127.0.0.1 for a folder, like any static host. */
+async function serve(root: string): Promise<{ server: Server; base: string; hits: string[] }> {
+  const hits: string[] = [];
+  const server = createServer((request, response) => {
+    const path = normalize(decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname));
+    hits.push(path);
+    const file = join(root, path);
+    if (!file.startsWith(root) || !existsSync(file)) return void response.writeHead(404).end();
+    response.writeHead(200).end(readFileSync(file));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
+}
+
+interface Fixture {
+  storeDir: string;
+  keysFile: string;
+  originalDigest: string;
+}
+
+/** Every file under `root`, as relative paths. */
+function filesUnder(root: string): string[] {
+  return (readdirSync(root, { recursive: true, withFileTypes: true }) as Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath ?? entry.path, entry.name).slice(root.length + 1))
+    .sort();
+}
+
+// Built once for the whole describe block: outside the per-test temp dirs cleaned after each test.
+async function signedStore(dir: string): Promise<Fixture> {
+  const keyFile = join(dir, 'key.pem');
+  const key = JSON.parse(
+    (await cli(['pack', 'keygen', '--kid', 'store', '-o', keyFile, '--json'])).stdout,
+  );
+  const keysFile = join(dir, 'keys.json');
+  writeFileSync(keysFile, JSON.stringify({ store: key.publicKeyPem }));
+  const packs = join(dir, 'packs');
+  const pack = copyOfExample();
+  expect((await cli(['pack', 'sign', pack, '--key', keyFile, '--kid', 'store'])).code).toBe(0);
+  cpSync(pack, join(packs, 'hello-pack'), { recursive: true });
+  const storeDir = join(dir, 'store');
+  const built = await cli(['store', 'build', packs, '--out', storeDir]);
+  expect(built.code, built.stderr).toBe(0);
+  expect(built.stdout).toMatch(/hello-pack@0\.1\.0 .* signed/);
+  return {
+    storeDir,
+    keysFile,
+    originalDigest: (await cli(['pack', 'digest', pack])).stdout.slice(0, 64),
+  };
+}
+
+describe('store build | list | search | info | install', () => {
+  let fixture: Fixture;
+  let http: Awaited<ReturnType<typeof serve>>;
+  let fixtureDir: string;
+  beforeAll(async () => {
+    fixtureDir = mkdtempSync(join(tmpdir(), 'pw-cli-store-'));
+    fixture = await signedStore(fixtureDir);
+    http = await serve(fixture.storeDir);
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => http.server.close(() => resolve()));
+    rmSync(fixtureDir, { recursive: true, force: true });
+  });
+
+  test('store build writes index.json and one archive per pack version, the same bytes every time', async () => {
+    const files = filesUnder(fixture.storeDir);
+    expect(files).toContain('index.json');
+    expect(files.filter((file) => file.endsWith('.tar.gz'))).toHaveLength(1);
+    const again = join(tempDir(), 'again');
+    const packs = join(fixture.storeDir, '..', 'packs');
+    expect((await cli(['store', 'build', packs, '--out', again])).code).toBe(0);
+    expect(filesUnder(again)).toEqual(files);
+    for (const name of files) {
+      expect(
+        readFileSync(join(again, name)).equals(readFileSync(join(fixture.storeDir, name))),
+        name,
+      ).toBe(true);
+    }
+  });
+
+  test('list, search and info over http on loopback', async () => {
+    const url = `${http.base}/index.json`;
+    const list = await cli(['store', 'list', '--store', url]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/^pack\/hello-pack\s+0\.1\.0/m);
+    expect((await cli(['store', 'search', 'greets', '--store', url])).stdout).toContain(
+      'pack/hello-pack',
+    );
+    expect((await cli(['store', 'search', 'no-such-thing', '--store', url])).stdout).toContain(
+      'Nothing matches',
+    );
+    const info = JSON.parse(
+      (await cli(['store', 'info', 'pack/hello-pack', '--store', url, '--json'])).stdout,
+    );
+    expect(info.artifact).toMatchObject({
+      type: 'pack',
+      slug: 'hello-pack',
+      latestVersion: '0.1.0',
+    });
+    expect((await cli(['store', 'info', 'pack/ghost', '--store', url])).code).toBe(1);
+    expect((await cli(['store', 'info', 'nonsense', '--store', url])).code).toBe(1);
+  });
+
+  test('install with signatures required: verified, then found by name with the same digest', async () => {
+    const home = tempDir();
+    const env = { PACKWARDEN_HOME: home };
+    const result = await cli(
+      [
+        'store',
+        'install',
+        'pack/hello-pack',
+        '--store',
+        `${http.base}/index.json`,
+        '--require-signed',
+        '--keys',
+        fixture.keysFile,
+      ],
+      { env },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /installed hello-pack@0\.1\.0 into .*agents\/hello-pack\/0\.1\.0/,
+    );
+    expect(result.stdout).toContain('signature verified');
+    expect(readFileSync(join(home, 'agents', 'hello-pack', 'current.txt'), 'utf8').trim()).toBe(
+      '0.1.0',
+    );
+    expect(
+      (await cli(['pack', 'digest', 'hello-pack'], { env, cwd: tempDir() })).stdout.slice(0, 64),
+    ).toBe(fixture.originalDigest);
+    expect(
+      (
+        await cli(['pack', 'verify', 'hello-pack', '--keys', fixture.keysFile], {
+          env,
+          cwd: tempDir(),
+        })
+      ).code,
+    ).toBe(0);
+    // Again without --force: refused, the installed copy untouched.
+    const again = await cli(
+      ['store', 'install', 'pack/hello-pack', '--store', `${http.base}/index.json`],
+      { env },
+    );
+    expect(again.code).toBe(1);
+  });
+
+  test('signatures required but the signer is not trusted: refused, nothing installed', async () => {
+    const home = tempDir();
+    const stranger = join(tempDir(), 'keys.json');
+    writeFileSync(
+      stranger,
+      JSON.stringify({
+        store: JSON.parse(
+          (await cli(['pack', 'keygen', '-o', join(tempDir(), 'k.pem'), '--json'])).stdout,
+        ).publicKeyPem,
+      }),
+    );
+    const result = await cli(
+      [
+        'store',
+        'install',
+        'pack/hello-pack',
+        '--store',
+        `${http.base}/index.json`,
+        '--keys',
+        stranger,
+      ],
+      { env: { PACKWARDEN_HOME: home, PACKWARDEN_REQUIRE_SIGNED_PACK: '1' } },
+    );
+    expect(result.code).toBe(1);
+    expect(existsSync(join(home, 'agents', 'hello-pack', '0.1.0'))).toBe(false);
+  });
+
+  test('pack install --to extracts the pack flat; a folder store and file:// work too', async () => {
+    const to = join(tempDir(), 'hello');
+    const result = await cli(
+      ['pack', 'install', 'hello-pack', '--to', to, '--store', fixture.storeDir],
+      { env: { PACKWARDEN_HOME: tempDir() } },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(existsSync(join(to, 'agent.yaml'))).toBe(true);
+    expect((await cli(['pack', 'digest', to])).stdout.slice(0, 64)).toBe(fixture.originalDigest);
+    const viaFileUrl = await cli([
+      'store',
+      'list',
+      '--store',
+      `file://${fixture.storeDir}/index.json`,
+    ]);
+    expect(viaFileUrl.stdout).toContain('pack/hello-pack');
+    expect((await cli(['pack', 'install', 'hello-pack', '--store', fixture.storeDir])).code).toBe(
+      2,
+    );
+  });
+});

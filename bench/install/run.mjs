@@ -1,0 +1,122 @@
+// bench/install: installing a 5,000-file / 50 MB pack from a local static store with
+// @packwarden/store-client, next to `tar -xzf` of the very same archive, in one run.
+//
+//   node bench/install/run.mjs [--runs N] [--keep]
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fmtMs, repoRoot, verdict } from '../lib.mjs';
+
+const args = process.argv.slice(2);
+const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
+const keep = args.includes('--keep');
+const TARGET = 1.5;
+const FILES = 5_000;
+const TOTAL_BYTES = 50 * 1024 * 1024;
+
+// Build the package (and the workspace packages it imports) when dist/ is missing.
+const tsup = join(repoRoot, 'node_modules', '.bin', 'tsup');
+for (const name of ['pack-digest', 'pack-manifest', 'pack-signature', 'store-client']) {
+  const dir = join(repoRoot, 'packages', name);
+  if (!existsSync(join(dir, 'dist', 'index.js'))) execFileSync(tsup, { cwd: dir, stdio: 'ignore' });
+}
+const here = dirname(fileURLToPath(import.meta.url));
+const { buildStaticStore, installPack, openStore } =
+  await import('../../packages/store-client/dist/index.js');
+
+// A pack of 5,000 files of random lowercase words (about 1.6:1 under gzip, like prompts and
+// code; a pack of zeros would measure nothing but the file system) in 100 folders.
+const work = await mkdtemp(join(tmpdir(), 'bench-install-'));
+const packDir = join(work, 'pack');
+await mkdir(packDir);
+await writeFile(
+  join(packDir, 'agent.yaml'),
+  'apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata:\n  name: bench-pack\n  version: 1.0.0\nspec:\n  engine: claude\n',
+);
+const textOf = (length) => {
+  const bytes = randomBytes(length);
+  for (let i = 0; i < length; i++) {
+    const b = bytes[i] % 32;
+    bytes[i] = b < 26 ? 97 + b : b < 31 ? 32 : 10;
+  }
+  return bytes;
+};
+const perFile = Math.floor(TOTAL_BYTES / FILES);
+for (let d = 0; d < 100; d++) await mkdir(join(packDir, 'data', `d${d}`), { recursive: true });
+for (let i = 0; i < FILES - 1; i++) {
+  await writeFile(join(packDir, 'data', `d${i % 100}`, `f${i}.md`), textOf(perFile), {
+    mode: i % 500 === 0 ? 0o755 : 0o644,
+  });
+}
+const storeDir = join(work, 'store');
+const built = await buildStaticStore(packDir, { out: storeDir });
+const archive = join(storeDir, built.packs[0].archive);
+const archiveBytes = (await readFile(archive)).length;
+
+// Interleaved runs, each after `sync` and with the previous output removed (untimed), so that
+// neither side pays for the other's write-back.
+const installScript = join(here, 'install-once.mjs');
+const store = await openStore({ url: storeDir, env: {}, cacheDir: false });
+const run = (command, argv) => {
+  const result = spawnSync(command, argv, { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`${command} ${argv.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+};
+const time = async (fn) => {
+  execFileSync('sync');
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return { ms: Number(process.hrtime.bigint() - start) / 1e6, value };
+};
+const samples = { tar: [], cli: [], lib: [] };
+let peakRssKiB = 0;
+for (let i = 0; i <= runs; i++) {
+  const out = join(work, `tar-${i}`);
+  await mkdir(out);
+  const tar = await time(() => run('tar', ['-xzf', archive, '-C', out]));
+  await rm(out, { recursive: true });
+  // A whole Node process, the way a CLI user pays for it.
+  const cli = await time(() =>
+    run(process.execPath, [installScript, storeDir, join(work, `cli-${i}`)]),
+  );
+  peakRssKiB = Math.max(peakRssKiB, Number(/maxRSS=(\d+)/.exec(cli.value)?.[1] ?? 0));
+  await rm(join(work, `cli-${i}`), { recursive: true });
+  // In-process: what a service embedding the library pays per install (store opened once).
+  const lib = await time(() =>
+    installPack(
+      store,
+      { type: 'pack', slug: 'bench-pack' },
+      { home: join(work, `lib-${i}`), env: {} },
+    ),
+  );
+  await rm(join(work, `lib-${i}`), { recursive: true });
+  if (i === 0) continue; // warm-up
+  samples.tar.push(tar.ms);
+  samples.cli.push(cli.ms);
+  samples.lib.push(lib.ms);
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const tar = median(samples.tar);
+const cli = median(samples.cli);
+const lib = median(samples.lib);
+
+console.log(
+  `pack: ${FILES} files, ${(TOTAL_BYTES / 2 ** 20).toFixed(0)} MiB; archive ${(archiveBytes / 2 ** 20).toFixed(1)} MiB .tar.gz; median of ${runs} interleaved runs after a warm-up`,
+);
+console.log(`  tar -xzf (whole process)                      ${fmtMs(tar)}`);
+console.log(
+  `  installPack, whole Node process              ${fmtMs(cli)}  ${(cli / tar).toFixed(2)}×  ${verdict(cli / tar, TARGET)}  peak RSS ${(peakRssKiB / 1024).toFixed(0)} MiB`,
+);
+console.log(
+  `  installPack, in-process (library)            ${fmtMs(lib)}  ${(lib / tar).toFixed(2)}×  ${verdict(lib / tar, TARGET)}`,
+);
+console.log(
+  '  installPack also hashes the archive and every file (the pack digest), judges every header and validates agent.yaml.',
+);
+
+if (keep) console.log(`kept ${work}`);
+else await rm(work, { recursive: true, force: true });

@@ -1,0 +1,293 @@
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import {
+  computePackDigest,
+  DIGEST_EXCLUDED_PATH as PACK_SIGNATURE_FILE,
+} from '@packwarden/pack-digest';
+import { loadPackManifest, MANIFEST_FILE } from '@packwarden/pack-manifest';
+import { writeFileAtomic } from './cache.js';
+import { StoreError } from './errors.js';
+import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
+import { compareSemver } from './semver.js';
+
+export interface BuildStaticStoreOptions {
+  /** Output folder: `index.json` and `packs/<slug>/<slug>-<version>.tar.gz`. */
+  out: string;
+  /** Absolute base for archive URLs in the index; default: URLs relative to `index.json`. */
+  baseUrl?: string;
+}
+
+export interface BuiltPack {
+  slug: string;
+  version: string;
+  /** The archive's URL as written in the index. */
+  archive: string;
+  size: number;
+  sha256: string;
+  digest: string;
+  signed: boolean;
+}
+
+export interface BuildStaticStoreResult {
+  indexFile: string;
+  packs: BuiltPack[];
+}
+
+/** Every archive is stamped with this time (2000-01-01T00:00:00Z), owner 0:0 and no user names. */
+export const REPRODUCIBLE_MTIME = new Date(946_684_800_000);
+
+async function findPacks(dir: string, depth: number): Promise<string[]> {
+  const here = await lstat(join(dir, MANIFEST_FILE)).catch(() => undefined);
+  if (here?.isFile()) return [dir];
+  if (depth === 0) return [];
+  const names = (await readdir(dir, { withFileTypes: true })).filter(
+    (d) => d.isDirectory() && !d.name.startsWith('.'),
+  );
+  const found: string[] = [];
+  for (const name of names.map((d) => d.name).sort())
+    found.push(...(await findPacks(join(dir, name), depth - 1)));
+  return found;
+}
+
+async function realNames(root: string): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  const walk = async (relative: string): Promise<void> => {
+    for (const entry of await readdir(join(root, relative), { withFileTypes: true })) {
+      const path = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(path);
+      else names.set(path.normalize('NFC'), path);
+    }
+  };
+  await walk('');
+  return names;
+}
+
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** One pack folder as a byte-reproducible .tar.gz: sorted entries, fixed times and owners, 0644/0755. */
+export async function packArchive(
+  dir: string,
+): Promise<{ archive: Buffer; digest: string; signed: boolean }> {
+  const digest = await computePackDigest(dir);
+  const files = digest.entries.map((e) => ({
+    path: e.path,
+    exec: e.mode === 'x',
+    sha256: e.sha256 as string | undefined,
+    mode: e.mode,
+  }));
+  for (const f of files) {
+    if (f.mode === 'l') {
+      throw new StoreError(
+        'ERR_BUILD_UNSUPPORTED_ENTRY',
+        `${dir}: ${f.path} is a symlink; stores carry regular files only`,
+        {
+          subject: f.path,
+        },
+      );
+    }
+  }
+  const sig = await lstat(join(dir, PACK_SIGNATURE_FILE)).catch(() => undefined);
+  if (sig && !sig.isFile()) {
+    throw new StoreError('ERR_BUILD_UNSUPPORTED_ENTRY', `${dir}: pack.sig is not a regular file`, {
+      subject: PACK_SIGNATURE_FILE,
+    });
+  }
+  if (sig) files.push({ path: PACK_SIGNATURE_FILE, exec: false, sha256: undefined, mode: 'f' });
+  files.sort((a, b) => byteOrder(a.path, b.path));
+  const directories = new Set<string>();
+  for (const f of files) {
+    const parts = f.path.split('/');
+    for (let i = 1; i < parts.length; i++) directories.add(parts.slice(0, i).join('/'));
+  }
+  const entries = [
+    ...[...directories].map((path) => ({ path, directory: true as const })),
+    ...files.map((f) => ({ ...f, directory: false as const })),
+  ].sort((a, b) => byteOrder(a.path, b.path));
+
+  // Digest paths are NFC; the names on disk may not be (NFD from macOS): read through the real
+  // name, write the NFC one, so that the same pack gives the same archive everywhere.
+  const onDisk = await realNames(dir);
+  // Loaded here: reading stores and installing never need tar-stream.
+  const tarStream = await import('tar-stream');
+  // tar-stream is CommonJS: Node names its exports, but a bundle (the packwarden CLI's) may offer
+  // them only on `default`.
+  const tarPack =
+    tarStream.pack ?? (tarStream as unknown as { default: typeof tarStream }).default.pack;
+  const tar = tarPack();
+  const chunks: Buffer[] = [];
+  tar.on('data', (c: unknown) => {
+    chunks.push(c as Buffer);
+  });
+  const ended = new Promise<void>((res, rej) => {
+    tar.on('end', () => res());
+    tar.on('error', rej);
+  });
+  const common = { mtime: REPRODUCIBLE_MTIME, uid: 0, gid: 0, uname: '', gname: '' };
+  for (const entry of entries) {
+    if (entry.directory) {
+      tar.entry({ ...common, name: `${entry.path}/`, type: 'directory', mode: 0o755 });
+      continue;
+    }
+    const content = await readFile(join(dir, onDisk.get(entry.path) ?? entry.path));
+    if (
+      entry.sha256 !== undefined &&
+      createHash('sha256').update(content).digest('hex') !== entry.sha256
+    ) {
+      throw new StoreError(
+        'ERR_BUILD_PACK_CHANGED',
+        `${dir}: ${entry.path} changed while the store was being built`,
+        {
+          subject: entry.path,
+        },
+      );
+    }
+    await new Promise<void>((res, rej) =>
+      tar.entry(
+        {
+          ...common,
+          name: entry.path,
+          type: 'file',
+          mode: entry.exec ? 0o755 : 0o644,
+          size: content.length,
+        },
+        content,
+        (e) => (e ? rej(e) : res()),
+      ),
+    );
+  }
+  tar.finalize();
+  await ended;
+  const archive = gzipSync(Buffer.concat(chunks), { level: 9 });
+  archive[9] = 3; // gzip OS byte: "Unix" on every platform, so Windows builds give the same bytes
+  return { archive, digest: digest.digest, signed: sig !== undefined };
+}
+
+/**
+ * Builds a static store from a folder of packs (`<dir>/<pack>/agent.yaml` or
+ * `<dir>/<pack>/<version>/agent.yaml`, or `<dir>/agent.yaml` for one pack). Same packs in, same
+ * bytes out.
+ */
+export async function buildStaticStore(
+  packsDir: string,
+  options: BuildStaticStoreOptions,
+): Promise<BuildStaticStoreResult> {
+  const root = resolve(packsDir);
+  const out = resolve(options.out);
+  let dirs: string[];
+  try {
+    dirs = await findPacks(root, 2);
+  } catch (cause) {
+    throw new StoreError('ERR_BUILD_IO', `cannot read ${root}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  if (dirs.length === 0)
+    throw new StoreError('ERR_BUILD_NO_PACKS', `no agent.yaml found in ${root} or its subfolders`);
+  const base = options.baseUrl
+    ? options.baseUrl.endsWith('/')
+      ? options.baseUrl
+      : `${options.baseUrl}/`
+    : undefined;
+  if (base) new URL(base);
+
+  const built = new Map<
+    string,
+    {
+      pack: BuiltPack;
+      manifest: ReturnType<typeof loadPackManifest>['manifest'];
+      signature?: string;
+    }
+  >();
+  for (const dir of dirs) {
+    let manifest;
+    try {
+      manifest = loadPackManifest(dir).manifest;
+    } catch (cause) {
+      throw new StoreError('ERR_BUILD_PACK_INVALID', `${dir}: ${(cause as Error).message}`, {
+        cause,
+        subject: dir,
+      });
+    }
+    const { name: slug, version } = manifest.metadata;
+    const key = `${slug}@${version}`;
+    if (built.has(key))
+      throw new StoreError('ERR_BUILD_DUPLICATE', `${key} appears twice (${dir})`, {
+        subject: key,
+      });
+    const { archive, digest, signed } = await packArchive(dir);
+    const relative = `packs/${slug}/${slug}-${version}.tar.gz`;
+    try {
+      await mkdir(join(out, 'packs', slug), { recursive: true });
+      await writeFileAtomic(join(out, relative), archive);
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_BUILD_IO',
+        `cannot write ${join(out, relative)}: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    const pack: BuiltPack = {
+      slug,
+      version,
+      archive: base ? new URL(relative, base).href : relative,
+      size: archive.length,
+      sha256: createHash('sha256').update(archive).digest('hex'),
+      digest,
+      signed,
+    };
+    const entry: { pack: BuiltPack; manifest: typeof manifest; signature?: string } = {
+      pack,
+      manifest,
+    };
+    if (signed) entry.signature = (await readFile(join(dir, PACK_SIGNATURE_FILE), 'utf8')).trim();
+    built.set(key, entry);
+  }
+
+  const bySlug = new Map<string, (typeof built extends Map<string, infer V> ? V : never)[]>();
+  for (const entry of built.values())
+    bySlug.set(entry.pack.slug, [...(bySlug.get(entry.pack.slug) ?? []), entry]);
+  const index: StaticStoreIndex = { format: STATIC_STORE_FORMAT, artifacts: [] };
+  for (const slug of [...bySlug.keys()].sort()) {
+    const entries = bySlug.get(slug)!.sort((a, b) => compareSemver(b.pack.version, a.pack.version));
+    const latest = entries.find((e) => !e.pack.version.includes('-')) ?? entries[0]!;
+    const meta = latest.manifest.metadata as Record<string, unknown>;
+    const artifact: StaticStoreIndex['artifacts'][number] = {
+      type: 'pack',
+      slug,
+      latestVersion: latest.pack.version,
+      versions: entries.map((e) => {
+        const v: StaticStoreIndex['artifacts'][number]['versions'][number] = {
+          version: e.pack.version,
+          archive: e.pack.archive,
+          size: e.pack.size,
+          sha256: e.pack.sha256,
+          digest: e.pack.digest,
+        };
+        if (e.signature !== undefined) v.signature = e.signature;
+        return v;
+      }),
+    };
+    if (typeof meta.displayName === 'string') artifact.displayName = meta.displayName;
+    if (typeof meta.description === 'string') artifact.description = meta.description;
+    if (typeof meta.author === 'string') artifact.author = meta.author;
+    if (Array.isArray(meta.tags) && meta.tags.every((t) => typeof t === 'string'))
+      artifact.tags = meta.tags as string[];
+    index.artifacts.push(artifact);
+  }
+  const indexFile = join(out, 'index.json');
+  try {
+    await writeFileAtomic(indexFile, `${JSON.stringify(index, null, 2)}\n`);
+  } catch (cause) {
+    throw new StoreError('ERR_BUILD_IO', `cannot write ${indexFile}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  const packs = [...built.values()]
+    .map((e) => e.pack)
+    .sort((a, b) => a.slug.localeCompare(b.slug) || compareSemver(a.version, b.version));
+  return { indexFile, packs };
+}

@@ -1,0 +1,575 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import {
+  compareManifestPaths,
+  digestManifest,
+  DIGEST_EXCLUDED_PATH as PACK_SIGNATURE_FILE,
+} from '@packwarden/pack-digest';
+import {
+  CURRENT_FILE,
+  loadPackManifest,
+  packwardenHome,
+  readPackwardenEnv,
+} from '@packwarden/pack-manifest';
+import type { KeySelector, PackVerification } from '@packwarden/pack-signature';
+import { archiveCachePath, writeFileAtomic } from './cache.js';
+import { abortError, isStoreError, StoreError } from './errors.js';
+import {
+  extractInto,
+  isEmptyOrMissingDir,
+  makeStagingDir,
+  promoteStaging,
+  type ExtractResult,
+} from './extract.js';
+import { bodyStream, request, statusError } from './http.js';
+import type { ExtractLimits } from './limits.js';
+import { acquireLock } from './lock.js';
+import type { ArtifactRef } from './refs.js';
+import type { Env, ResolvedArtifact, Store } from './store.js';
+
+export type InstallPhase = 'download' | 'extract' | 'verify' | 'install';
+
+export interface InstallProgress {
+  phase: InstallPhase;
+  bytes?: number;
+  total?: number;
+}
+
+export interface InstallPackOptions {
+  /** Default `packwardenHome(env)`. */
+  home?: string;
+  /** Extract the pack flat into this folder instead of `<home>/agents/<slug>/<version>/`. */
+  to?: string;
+  /** Replace an installed version (or a non-empty `to` folder). */
+  force?: boolean;
+  /** Refuse anything `verifyPack` does not call `verified`. Also on with `PACKWARDEN_REQUIRE_SIGNED_PACK=1`. */
+  requireSigned?: boolean;
+  /** Trusted keys for verification (e.g. `(kid, at) => selectTrustedKey(root, kid, { at })`). */
+  selectKey?: KeySelector;
+  env?: Env;
+  onProgress?: (progress: InstallProgress) => void;
+  signal?: AbortSignal;
+  limits?: Partial<ExtractLimits>;
+  /** Largest archive downloaded from a store that does not state a size (AgentHippo). Default 1 GiB. */
+  maxDownloadBytes?: number;
+  /** No byte for this long fails the download. Default 60,000 ms. */
+  idleTimeoutMs?: number;
+  /** Waiting for another install of the same pack. Default 10 minutes. */
+  lockTimeoutMs?: number;
+}
+
+export interface InstallResult {
+  slug: string;
+  version: string;
+  /** The installed pack folder. */
+  dir: string;
+  /** Pack digest v1 of what was installed. */
+  digest: string;
+  /** Present when a signature was checked (required, or `selectKey` given). */
+  verification?: PackVerification;
+  /** An existing install (same version, or `to` content) was replaced. */
+  replaced: boolean;
+  /** SHA-256 of the downloaded archive. */
+  archiveSha256: string;
+  /** The git commit of an AgentHippo tarball (its global PAX comment). */
+  commit?: string;
+}
+
+/** Hashes and counts what passes; optionally writes it to a cache file; checks size and hash at the end. */
+class ArchiveMeter extends Transform {
+  private readonly hash = createHash('sha256');
+  bytes = 0;
+  sha256 = '';
+
+  constructor(
+    private readonly expected: { size?: number; sha256?: string; maxBytes: number },
+    private readonly onBytes: (bytes: number) => void,
+    private readonly sink?: WriteStream,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _e: BufferEncoding, callback: TransformCallback): void {
+    this.bytes += chunk.length;
+    const limit = this.expected.size ?? this.expected.maxBytes;
+    if (this.bytes > limit) {
+      return callback(
+        this.expected.size !== undefined
+          ? new StoreError(
+              'ERR_DOWNLOAD_SIZE_MISMATCH',
+              `the archive is larger than the ${limit} bytes the index states`,
+            )
+          : new StoreError('ERR_DOWNLOAD_TOO_LARGE', `the archive is larger than ${limit} bytes`),
+      );
+    }
+    this.hash.update(chunk);
+    this.onBytes(this.bytes);
+    const sink = this.sink;
+    // The cache copy is best effort: a failing sink is dropped, never waited on.
+    if (sink && !sink.destroyed && !sink.write(chunk)) {
+      const resume = () => {
+        sink.off('drain', resume);
+        sink.off('close', resume);
+        callback(null, chunk);
+      };
+      sink.once('drain', resume);
+      sink.once('close', resume);
+      return;
+    }
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.sha256 = this.hash.digest('hex');
+    if (this.expected.size !== undefined && this.bytes !== this.expected.size) {
+      return callback(
+        new StoreError(
+          'ERR_DOWNLOAD_SIZE_MISMATCH',
+          `the archive has ${this.bytes} bytes, the index states ${this.expected.size}`,
+        ),
+      );
+    }
+    if (this.expected.sha256 !== undefined && this.sha256 !== this.expected.sha256) {
+      return callback(
+        new StoreError(
+          'ERR_DOWNLOAD_INTEGRITY',
+          `the archive's SHA-256 is ${this.sha256}, the index states ${this.expected.sha256}`,
+        ),
+      );
+    }
+    callback();
+  }
+}
+
+interface Opened {
+  stream: Readable;
+  meter: ArchiveMeter;
+  /** Called after a successful extraction: keeps the cached copy. */
+  commit: () => Promise<void>;
+  discard: () => Promise<void>;
+  fromCache: boolean;
+}
+
+async function sha256File(path: string): Promise<string | undefined> {
+  try {
+    const hash = createHash('sha256');
+    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } catch {
+    return undefined;
+  }
+}
+
+/** `from.pipe(to)`, with `from`'s errors passed on to `to`. */
+function forward(from: Readable, to: ArchiveMeter): ArchiveMeter {
+  from.on('error', (error) => to.destroy(error));
+  return from.pipe(to);
+}
+
+async function openArchive(
+  store: Store,
+  resolved: ResolvedArtifact,
+  options: Required<Pick<InstallPackOptions, 'maxDownloadBytes' | 'idleTimeoutMs'>> &
+    InstallPackOptions,
+  useCache: boolean,
+): Promise<Opened> {
+  const ctx = store.context;
+  const source = resolved.source;
+  const signal = options.signal;
+  const report = (bytes: number, total?: number) =>
+    options.onProgress?.(
+      total === undefined ? { phase: 'download', bytes } : { phase: 'download', bytes, total },
+    );
+  const nothing = async () => undefined;
+  if (source.kind === 'static') {
+    const expected = { size: source.size, sha256: source.sha256, maxBytes: source.size };
+    if (source.url.protocol === 'file:') {
+      const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
+      const stream = createReadStream(fileURLToPath(source.url), { highWaterMark: 64 * 1024 });
+      stream.on('error', (error) =>
+        meter.destroy(
+          new StoreError('ERR_STORE_FETCH', `cannot read ${source.url.href}: ${error.message}`, {
+            cause: error,
+          }),
+        ),
+      );
+      return {
+        stream: stream.pipe(meter),
+        meter,
+        commit: nothing,
+        discard: nothing,
+        fromCache: false,
+      };
+    }
+    const cached = ctx.cacheDir ? archiveCachePath(ctx.cacheDir, source.sha256) : undefined;
+    if (cached && useCache) {
+      const info = await stat(cached).catch(() => undefined);
+      // Verified before use: a cache entry whose bytes no longer match its name is dropped.
+      if (
+        info?.isFile() &&
+        info.size === source.size &&
+        (await sha256File(cached)) !== source.sha256
+      ) {
+        await rm(cached, { force: true });
+      } else if (info?.isFile() && info.size === source.size) {
+        const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
+        const stream = createReadStream(cached, { highWaterMark: 64 * 1024 });
+        stream.on('error', (error) => meter.destroy(error));
+        return {
+          stream: stream.pipe(meter),
+          meter,
+          commit: nothing,
+          discard: async () => {
+            await rm(cached, { force: true });
+          },
+          fromCache: true,
+        };
+      }
+    }
+    const fetched = await request(source.url, {
+      fetch: ctx.fetch,
+      redirects: 'same-origin',
+      timeoutMs: ctx.timeoutMs,
+      ...(signal ? { signal } : {}),
+    });
+    if (!fetched.response.ok) {
+      await fetched.response.body?.cancel().catch(() => undefined);
+      throw statusError(fetched.url, fetched.response.status, 'the archive');
+    }
+    const body = bodyStream(fetched, {
+      maxBytes: source.size,
+      idleTimeoutMs: options.idleTimeoutMs,
+      tooLarge: () =>
+        new StoreError(
+          'ERR_DOWNLOAD_SIZE_MISMATCH',
+          `the archive is larger than the ${source.size} bytes the index states`,
+        ),
+      ...(signal ? { signal } : {}),
+    });
+    let sink: WriteStream | undefined;
+    let sinkFailed = false;
+    let temp: string | undefined;
+    if (cached) {
+      try {
+        await mkdir(dirname(cached), { recursive: true });
+        temp = `${cached}.tmp-${randomBytes(6).toString('hex')}`;
+        sink = createWriteStream(temp, { flags: 'wx', mode: 0o644 });
+        sink.on('error', () => {
+          sinkFailed = true;
+        });
+      } catch {
+        sink = undefined;
+      }
+    }
+    const meter = new ArchiveMeter(expected, (b) => report(b, source.size), sink);
+    const closeSink = () =>
+      new Promise<void>((r) => {
+        if (!sink || sink.destroyed) return r();
+        sink.once('error', () => r());
+        sink.end(() => r());
+      });
+    return {
+      stream: forward(body, meter),
+      meter,
+      commit: async () => {
+        await closeSink();
+        if (!temp || !cached) return;
+        if (sinkFailed || meter.bytes !== source.size) await rm(temp, { force: true });
+        else await rename(temp, cached).catch(() => rm(temp!, { force: true }));
+      },
+      discard: async () => {
+        await closeSink();
+        if (temp) await rm(temp, { force: true });
+      },
+      fromCache: false,
+    };
+  }
+  const fetched = await request(source.url, {
+    fetch: ctx.fetch,
+    headers: { accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' },
+    redirects: 'any',
+    timeoutMs: ctx.timeoutMs,
+    ...(ctx.githubToken ? { token: ctx.githubToken } : {}),
+    ...(signal ? { signal } : {}),
+  });
+  if (!fetched.response.ok) {
+    await fetched.response.body?.cancel().catch(() => undefined);
+    throw statusError(fetched.url, fetched.response.status, `the tarball of tag ${source.tag}`);
+  }
+  const body = bodyStream(fetched, {
+    maxBytes: options.maxDownloadBytes,
+    idleTimeoutMs: options.idleTimeoutMs,
+    tooLarge: () =>
+      new StoreError(
+        'ERR_DOWNLOAD_TOO_LARGE',
+        `the tarball is larger than ${options.maxDownloadBytes} bytes`,
+      ),
+    ...(signal ? { signal } : {}),
+  });
+  const meter = new ArchiveMeter({ maxBytes: options.maxDownloadBytes }, (b) => report(b));
+  return {
+    stream: forward(body, meter),
+    meter,
+    commit: nothing,
+    discard: nothing,
+    fromCache: false,
+  };
+}
+
+const ASIDE = /^\.(.+)\.old-[0-9a-f]{12}$/;
+
+/**
+ * Run while holding the lock: whatever an earlier, killed run left here is ours to clear.
+ * Staging folders and temp files go; a previous version that was moved aside for `force` and
+ * never replaced (killed between the two renames) is put back, never deleted.
+ */
+async function recoverLeftovers(
+  parent: string,
+  stagingPrefix: string,
+  ownNames: (name: string) => boolean,
+): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(parent);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const path = join(parent, name);
+    const aside = ASIDE.exec(name);
+    if (aside && ownNames(aside[1]!)) {
+      const original = join(parent, aside[1]!);
+      const taken = await stat(original).then(
+        () => true,
+        () => false,
+      );
+      if (taken) await rm(path, { recursive: true, force: true });
+      else await rename(path, original).catch(() => undefined);
+    } else if (name.startsWith(stagingPrefix) || name.startsWith(`${CURRENT_FILE}.tmp-`)) {
+      await rm(path, { recursive: true, force: true });
+    }
+  }
+}
+
+function requireSignedFromEnv(env: Env): boolean {
+  const value = readPackwardenEnv(env, 'REQUIRE_SIGNED_PACK');
+  return value !== undefined && /^(1|true|yes|on)$/i.test(value);
+}
+
+const noTrustRoot: KeySelector = () => ({
+  kind: 'no-trust-root',
+  message:
+    'no trust root was given to the installer: pass selectKey (the CLI: --keys FILE, --jwks URL --pin …)',
+});
+
+/**
+ * Downloads, checks, extracts into a staging folder, validates, verifies when required, then
+ * renames into place and switches `current.txt`. Serialised per pack by a lock; a failure leaves
+ * the previous install untouched and no staging folder.
+ */
+export async function installPack(
+  store: Store,
+  ref: ArtifactRef,
+  options: InstallPackOptions = {},
+): Promise<InstallResult> {
+  const env = options.env ?? store.context.env;
+  const filled = {
+    ...options,
+    maxDownloadBytes: options.maxDownloadBytes ?? 1024 * 1024 * 1024,
+    idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+  };
+  const requireSigned = options.requireSigned ?? requireSignedFromEnv(env);
+  const signal = options.signal;
+  if (ref.type !== 'pack') {
+    throw new StoreError(
+      'ERR_ARTIFACT_TYPE_UNSUPPORTED',
+      `only packs can be installed (${ref.type}/${ref.slug} is a ${ref.type}); install the pack that uses it`,
+    );
+  }
+  const resolved = store.resolve(ref);
+  const { slug, version } = resolved;
+
+  // Where it goes, what is locked, which leftovers belong to it.
+  let parent: string;
+  let finalName: string;
+  let stagingPrefix: string;
+  let lockPath: string;
+  const flat = options.to !== undefined;
+  if (flat) {
+    const target = resolve(options.to!);
+    parent = dirname(target);
+    finalName = basename(target);
+    stagingPrefix = `.${finalName}.staging-`;
+    lockPath = join(parent, `.${finalName}.lock`);
+  } else {
+    parent = join(resolve(options.home ?? packwardenHome(env)), 'agents', slug);
+    finalName = version;
+    stagingPrefix = '.staging-';
+    lockPath = join(parent, '.lock');
+  }
+  const target = join(parent, finalName);
+  const exists = async () =>
+    !(await isEmptyOrMissingDir(target)) ||
+    (!flat && (await stat(target).catch(() => undefined)) !== undefined);
+  const refuseExisting = () =>
+    flat
+      ? new StoreError(
+          'ERR_TARGET_NOT_EMPTY',
+          `${target} exists and is not empty (use force to replace it)`,
+          { subject: target },
+        )
+      : new StoreError(
+          'ERR_ALREADY_INSTALLED',
+          `${slug}@${version} is already installed in ${target} (use force to reinstall)`,
+          {
+            subject: target,
+          },
+        );
+  if (!options.force && (await exists())) throw refuseExisting();
+
+  try {
+    await mkdir(parent, { recursive: true });
+  } catch (cause) {
+    throw new StoreError('ERR_INSTALL_IO', `cannot create ${parent}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  const release = await acquireLock(lockPath, {
+    timeoutMs: options.lockTimeoutMs ?? 10 * 60_000,
+    staleMs: 60 * 60_000,
+    ...(signal ? { signal } : {}),
+  });
+  let staging: string | undefined;
+  try {
+    // Holding the lock: any staging or set-aside folder here belongs to a dead or finished run.
+    await recoverLeftovers(parent, stagingPrefix, flat ? (name) => name === finalName : () => true);
+    if (!options.force && (await exists())) throw refuseExisting();
+
+    let extracted: ExtractResult | undefined;
+    let archiveSha256 = '';
+    for (let attempt = 0; attempt < 2 && !extracted; attempt++) {
+      staging = await makeStagingDir(parent, stagingPrefix);
+      const opened = await openArchive(store, resolved, filled, attempt === 0);
+      try {
+        options.onProgress?.({ phase: 'extract' });
+        const result = await extractInto(opened.stream, staging, {
+          collectEntries: true,
+          ...(options.limits ? { limits: options.limits } : {}),
+          ...(resolved.source.kind === 'github-tarball'
+            ? { stripTopFolder: true, stripPrefix: resolved.source.folder }
+            : {}),
+          ...(options.onProgress
+            ? { onProgress: (p) => options.onProgress!({ phase: 'extract', bytes: p.bytes }) }
+            : {}),
+          ...(signal ? { signal } : {}),
+        });
+        await opened.commit();
+        archiveSha256 = opened.meter.sha256;
+        extracted = result;
+      } catch (error) {
+        await opened.discard();
+        await rm(staging, { recursive: true, force: true });
+        staging = undefined;
+        // A cached archive that no longer matches its name is dropped and fetched again.
+        const corruptCache =
+          opened.fromCache &&
+          isStoreError(error) &&
+          (error.code === 'ERR_DOWNLOAD_INTEGRITY' || error.code === 'ERR_DOWNLOAD_SIZE_MISMATCH');
+        if (!corruptCache) throw error;
+      }
+    }
+    if (!staging || !extracted)
+      throw new StoreError('ERR_DOWNLOAD_INTEGRITY', 'the archive could not be read intact');
+    if (signal?.aborted) throw abortError(signal);
+
+    // The manifest must name exactly what was asked for.
+    let manifest;
+    try {
+      manifest = loadPackManifest(staging).manifest;
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_PACK_INVALID',
+        `${slug}@${version} has no valid agent.yaml: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    if (manifest.metadata.name !== slug || manifest.metadata.version !== version) {
+      throw new StoreError(
+        'ERR_PACK_IDENTITY_MISMATCH',
+        `the archive for ${slug}@${version} holds ${manifest.metadata.name}@${manifest.metadata.version}`,
+      );
+    }
+    // Pack digest v1 of what was written, from the hashes taken while writing it (the staging
+    // folder is private to this process); verifyPack recomputes it from disk when it runs.
+    const digest = digestManifest(
+      extracted
+        .entries!.filter((entry) => entry.path !== PACK_SIGNATURE_FILE)
+        .sort((a, b) => compareManifestPaths(a.path, b.path)),
+    );
+    if (resolved.source.kind === 'static') {
+      if (digest !== resolved.source.digest) {
+        throw new StoreError(
+          'ERR_PACK_DIGEST_MISMATCH',
+          `${slug}@${version} has digest ${digest}, the index states ${resolved.source.digest}`,
+        );
+      }
+      if (resolved.source.signature !== undefined) {
+        const sig = await readFile(join(staging, PACK_SIGNATURE_FILE), 'utf8').catch(
+          () => undefined,
+        );
+        if (sig?.trim() !== resolved.source.signature.trim()) {
+          throw new StoreError(
+            'ERR_PACK_DIGEST_MISMATCH',
+            `the pack.sig in the archive differs from the one the index lists`,
+          );
+        }
+      }
+    }
+
+    let verification: PackVerification | undefined;
+    if (requireSigned || options.selectKey) {
+      options.onProgress?.({ phase: 'verify' });
+      // Loaded only when a signature is checked: jose and the verifier are most of the start-up cost.
+      const { verifyPack } = await import('@packwarden/pack-signature');
+      verification = await verifyPack(staging, {
+        selectKey: options.selectKey ?? noTrustRoot,
+        ...(signal ? { signal } : {}),
+      });
+      if (requireSigned && verification.kind !== 'verified') {
+        throw new StoreError(
+          'ERR_SIGNATURE_REFUSED',
+          `${slug}@${version} was not installed: ${verification.message}`,
+          {
+            verification,
+          },
+        );
+      }
+    }
+    if (signal?.aborted) throw abortError(signal);
+
+    options.onProgress?.({ phase: 'install' });
+    let replaced: boolean;
+    try {
+      ({ replaced } = await promoteStaging(staging, target));
+      staging = undefined;
+      if (!flat) await writeFileAtomic(join(parent, CURRENT_FILE), `${version}\n`);
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_INSTALL_IO',
+        `cannot move ${slug}@${version} into place: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    const result: InstallResult = { slug, version, dir: target, digest, replaced, archiveSha256 };
+    if (verification) result.verification = verification;
+    if (extracted.comment !== undefined) result.commit = extracted.comment;
+    return result;
+  } finally {
+    if (staging) await rm(staging, { recursive: true, force: true });
+    await release();
+  }
+}
