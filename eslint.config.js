@@ -39,6 +39,11 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' },
+        {
+          selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+          message:
+            "Use `import * as z from 'zod'`: the `z` object defeats tree-shaking and adds ~20 ms to every CLI start.",
+        },
       ],
     },
   },

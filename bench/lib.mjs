@@ -51,6 +51,45 @@ export function timeCommand(command, args, { runs = 5, cwd, node = false } = {})
   };
 }
 
+/**
+ * Times several commands in interleaved rounds (one of each per round, after a warm-up round),
+ * so that a slow spell of a shared machine hits baseline and candidates alike. Returns, per
+ * command, the median time and the median of its per-round ratio to the first command.
+ * `entries`: [{ name, command, args, cwd?, node?, measure?(stdout) → ms }].
+ */
+export function timeInterleaved(entries, { runs = 5 } = {}) {
+  const once = (entry) => {
+    const argv = entry.node ? ['--import', RSS_PROBE, ...entry.args] : entry.args;
+    const start = process.hrtime.bigint();
+    const result = spawnSync(entry.command, argv, {
+      cwd: entry.cwd,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const wall = Number(process.hrtime.bigint() - start) / 1e6;
+    if (result.status !== 0)
+      throw new Error(
+        `${entry.command} ${entry.args.join(' ')} exited ${result.status}: ${result.stderr}`,
+      );
+    const rss = /peak-rss-kib=(\d+)/.exec(result.stderr ?? '');
+    return {
+      ms: entry.measure ? entry.measure(result.stdout) : wall,
+      rssMiB: rss ? Number(rss[1]) / 1024 : undefined,
+    };
+  };
+  entries.forEach(once);
+  const samples = entries.map(() => []);
+  for (let round = 0; round < runs; round++)
+    entries.forEach((entry, i) => samples[i].push(once(entry)));
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  return entries.map((entry, i) => ({
+    name: entry.name,
+    ms: median(samples[i].map((s) => s.ms)),
+    ratio: median(samples[i].map((s, round) => s.ms / samples[0][round].ms)),
+    rssMiB: Math.max(...samples[i].map((s) => s.rssMiB ?? 0)) || undefined,
+  }));
+}
+
 export function fmtMs(ms) {
   return `${ms.toFixed(0).padStart(6)} ms`;
 }

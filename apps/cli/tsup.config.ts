@@ -12,7 +12,10 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   splitting: true,
-  noExternal: [/.*/],
+  // Everything is bundled except the engines' optional SDKs: users install those next to the CLI
+  // when a pack uses them (they are optional peer dependencies), and they are loaded only then.
+  noExternal: [/^(?!@anthropic-ai\/claude-agent-sdk|@openai\/codex-sdk)/],
+  external: ['@anthropic-ai/claude-agent-sdk', '@openai/codex-sdk'],
   removeNodeProtocol: false,
   banner: {
     // Some bundled dependencies are CommonJS and call require() for Node built-ins.

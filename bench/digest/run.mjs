@@ -6,7 +6,7 @@ import { randomFillSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cliBin, ensureBuilt, fmtMs, timeCommand, verdict } from '../lib.mjs';
+import { cliBin, ensureBuilt, fmtMs, timeCommand, timeInterleaved, verdict } from '../lib.mjs';
 
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1] || 5) || 5;
 const keep = process.argv.includes('--keep');
@@ -47,54 +47,61 @@ function smallFiles(dir, count) {
   writeFileSync(join(dir, 'agent.yaml'), MANIFEST('small'));
 }
 
-const library = (dir) => {
-  const result = timeCommand(process.execPath, [join(import.meta.dirname, 'measure.mjs'), dir], {
-    runs,
-    node: true,
-  });
-  const inner = JSON.parse(result.stdout);
-  return { ...result, ms: inner.ms, wallMs: result.ms, digest: inner.digest };
-};
-const cli = (dir) =>
-  timeCommand(process.execPath, [cliBin, 'pack', 'digest', dir], { runs, node: true });
+/** The three ways to hash one tree, interleaved round by round. */
+function compareOn(dir, baseline) {
+  const [base, lib, cli] = timeInterleaved(
+    [
+      { name: 'baseline', ...baseline, cwd: dir },
+      {
+        name: 'library',
+        command: process.execPath,
+        args: [join(import.meta.dirname, 'measure.mjs'), dir],
+        node: true,
+        measure: (stdout) => JSON.parse(stdout).ms,
+      },
+      { name: 'cli', command: process.execPath, args: [cliBin, 'pack', 'digest', dir], node: true },
+    ],
+    { runs },
+  );
+  return { base, lib, cli };
+}
+
+function report(label, baseLabel, { base, lib, cli }) {
+  console.log(label);
+  console.log(`    ${baseLabel.padEnd(30)}${fmtMs(base.ms)}`);
+  console.log(
+    `    computePackDigest (library)   ${fmtMs(lib.ms)}   ${lib.ratio.toFixed(2)}×  ${verdict(lib.ratio, 0.8)}`,
+  );
+  console.log(
+    `    packwarden pack digest (CLI)  ${fmtMs(cli.ms)}   ${cli.ratio.toFixed(2)}×  (whole process, incl. Node start-up)`,
+  );
+}
 
 try {
   console.log(
-    `bench/digest on ${availableParallelism()} cores, Node ${process.version}, median of ${runs} runs after a warm-up (page cache warm)\n`,
+    `bench/digest on ${availableParallelism()} cores, Node ${process.version}: medians of ${runs} interleaved rounds after a warm-up round (page cache warm); ratios are medians of per-round ratios\n`,
   );
 
   // (a) six 64 MiB files
   const a = join(work, 'six-64mib');
   const names = bigFiles(a, 6, 64 * MiB);
-  const openssl = timeCommand('openssl', ['dgst', '-sha256', ...names], { runs, cwd: a });
-  const libA = library(a);
-  const cliA = cli(a);
-  console.log('(a) six 64 MiB files (384 MiB)');
-  console.log(`    openssl dgst -sha256          ${fmtMs(openssl.ms)}`);
-  console.log(
-    `    computePackDigest (library)   ${fmtMs(libA.ms)}   ${(libA.ms / openssl.ms).toFixed(2)}×  ${verdict(libA.ms / openssl.ms, 0.8)}`,
-  );
-  console.log(
-    `    packwarden pack digest (CLI)  ${fmtMs(cliA.ms)}   ${(cliA.ms / openssl.ms).toFixed(2)}×  (whole process, incl. Node start-up)`,
+  report(
+    '(a) six 64 MiB files (384 MiB)',
+    'openssl dgst -sha256',
+    compareOn(a, { command: 'openssl', args: ['dgst', '-sha256', ...names] }),
   );
 
   // (b) 20,000 files of 1–8 KiB
   const b = join(work, 'small-20k');
   smallFiles(b, 20_000);
-  const pipeline = timeCommand(
-    'bash',
-    ['-c', 'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum'],
-    { runs, cwd: b },
-  );
-  const libB = library(b);
-  const cliB = cli(b);
-  console.log('\n(b) 20,000 files of 1–8 KiB in 200 folders');
-  console.log(`    find|sort|xargs sha256sum     ${fmtMs(pipeline.ms)}`);
-  console.log(
-    `    computePackDigest (library)   ${fmtMs(libB.ms)}   ${(libB.ms / pipeline.ms).toFixed(2)}×  ${verdict(libB.ms / pipeline.ms, 0.8)}`,
-  );
-  console.log(
-    `    packwarden pack digest (CLI)  ${fmtMs(cliB.ms)}   ${(cliB.ms / pipeline.ms).toFixed(2)}×  (whole process, incl. Node start-up)`,
+  console.log('');
+  report(
+    '(b) 20,000 files of 1–8 KiB in 200 folders',
+    'find|sort|xargs sha256sum',
+    compareOn(b, {
+      command: 'bash',
+      args: ['-c', 'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum'],
+    }),
   );
 
   // (c) peak memory on a 1 GiB tree
@@ -118,12 +125,17 @@ try {
     `    packwarden pack digest (CLI)  ${memCli.rssMiB.toFixed(0).padStart(6)} MiB   ${ok(memCli.rssMiB * 1.048576)}`,
   );
 
-  // The digests must agree with the recipe's idea of the content, or the timings mean nothing.
-  const check = execFileSync('node', [cliBin, 'pack', 'digest', b], { encoding: 'utf8' }).slice(
-    0,
-    64,
-  );
-  if (check !== libB.digest) throw new Error('CLI and library digests differ');
+  // The CLI and the library must agree, or the timings mean nothing.
+  const measured = (dir) =>
+    JSON.parse(
+      execFileSync(process.execPath, [join(import.meta.dirname, 'measure.mjs'), dir], {
+        encoding: 'utf8',
+      }),
+    );
+  const viaCli = execFileSync(process.execPath, [cliBin, 'pack', 'digest', b], {
+    encoding: 'utf8',
+  });
+  if (viaCli.slice(0, 64) !== measured(b).digest) throw new Error('CLI and library digests differ');
 } finally {
   if (keep) console.log(`\n(trees kept in ${work})`);
   else rmSync(work, { recursive: true, force: true });

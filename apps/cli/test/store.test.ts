@@ -12,6 +12,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
 
@@ -210,5 +211,32 @@ describe('store build | list | search | info | install', () => {
     expect((await cli(['pack', 'install', 'hello-pack', '--store', fixture.storeDir])).code).toBe(
       2,
     );
+  });
+
+  test('a progress bar goes to stderr on a terminal, and nowhere otherwise', async () => {
+    const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+    const args = ['store', 'install', 'pack/hello-pack', '--store', fixture.storeDir];
+    // python3's pty module gives the CLI a real terminal; its output comes back on our pipe.
+    const onTty = spawnSync(
+      'python3',
+      [
+        '-c',
+        'import pty, sys; sys.exit(pty.spawn(sys.argv[1:]) >> 8)',
+        process.execPath,
+        bin,
+        ...args,
+      ],
+      { encoding: 'utf8', env: { ...process.env, PACKWARDEN_HOME: tempDir() } },
+    );
+    expect(onTty.status, onTty.stdout).toBe(0);
+    expect(onTty.stdout).toContain('\u001b[2K');
+    expect(onTty.stdout).toMatch(/(download|extract)/);
+    expect(onTty.stdout).toContain('installed hello-pack@0.1.0');
+    const piped = spawnSync(process.execPath, [bin, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, PACKWARDEN_HOME: tempDir() },
+    });
+    expect(piped.status).toBe(0);
+    expect(piped.stderr).not.toContain('\u001b[2K');
   });
 });

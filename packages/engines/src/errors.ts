@@ -3,19 +3,20 @@
  *
  * - `ERR_ENGINE_NOT_SPECIFIED`: the pack's `agent.yaml` names no `spec.engine`.
  * - `ERR_ENGINE_NOT_FOUND`: no engine folder and no built-in engine has that id.
- * - `ERR_ENGINE_NOT_AVAILABLE`: a known engine (`claude`, `codex`) this version does not ship.
+ * - `ERR_ENGINE_SDK_MISSING`: the pack uses `claude` or `codex` and the SDK that engine is built
+ *   on (an optional peer dependency) is not installed; the message names the package.
  * - `ERR_ENGINE_MANIFEST_INVALID`: `engine.manifest.json` is missing, too large, not JSON, or
  *   breaks the Custom Engine V2 contract (the message names the field).
  * - `ERR_ENGINE_ENTRY_INVALID`: the manifest's `entry` leaves the engine folder, or is not a
  *   regular `.mjs` / `.js` file.
- * - `ERR_ENGINE_LOAD`: importing the engine module failed, or its `engineExport` is not a class
- *   with a `run(turn)` method.
+ * - `ERR_ENGINE_LOAD`: importing the engine module (or an engine's installed SDK) failed, or its
+ *   `engineExport` is not a class with a `run(turn)` method.
  * - `ERR_EXEC_SPEC_INVALID`: the pack's `spec.exec` is missing or invalid for the `exec` engine.
  */
 export type EngineErrorCode =
   | 'ERR_ENGINE_NOT_SPECIFIED'
   | 'ERR_ENGINE_NOT_FOUND'
-  | 'ERR_ENGINE_NOT_AVAILABLE'
+  | 'ERR_ENGINE_SDK_MISSING'
   | 'ERR_ENGINE_MANIFEST_INVALID'
   | 'ERR_ENGINE_ENTRY_INVALID'
   | 'ERR_ENGINE_LOAD'

@@ -1,7 +1,7 @@
 export { EngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 
-export { BUILT_IN_ENGINES, UNAVAILABLE_ENGINES, loadPackEngine } from './load-pack-engine.js';
+export { BUILT_IN_ENGINES, loadPackEngine } from './load-pack-engine.js';
 export type { LoadPackEngineOptions } from './load-pack-engine.js';
 
 export type { PackEngine, PackIdentity } from './pack-engine.js';
@@ -35,3 +35,27 @@ export type { CreateExecEngineOptions } from './exec-engine.js';
 export { execSpecSchema, parseExecSpec } from './exec-spec.js';
 export type { ExecSpec, ResolvedExecSpec } from './exec-spec.js';
 export { StderrTail } from './stderr-tail.js';
+
+export { createClaudeEngine } from './claude-engine.js';
+export type {
+  ClaudeAgentSdk,
+  ClaudeQueryOptions,
+  CreateClaudeEngineOptions,
+} from './claude-engine.js';
+export { createCodexEngine } from './codex-engine.js';
+export type {
+  CodexClientOptions,
+  CodexSdk,
+  CodexThreadLike,
+  CodexThreadOptions,
+  CreateCodexEngineOptions,
+} from './codex-engine.js';
+export { ENGINE_SDKS } from './sdk-loader.js';
+export type { SdkEngineId } from './sdk-loader.js';
+export {
+  CLAUDE_READ_TOOLS,
+  CLAUDE_WRITE_TOOLS,
+  claudePermissions,
+  codexSandboxMode,
+} from './sdk-permissions.js';
+export type { ClaudePermissionOptions, CodexSandboxMode } from './sdk-permissions.js';

@@ -1,6 +1,8 @@
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import { join, relative, isAbsolute, sep } from 'node:path';
 import type { AgentManifest } from '@packwarden/pack-manifest';
+import { createClaudeEngine, type CreateClaudeEngineOptions } from './claude-engine.js';
+import { createCodexEngine, type CreateCodexEngineOptions } from './codex-engine.js';
 import { loadCustomEngine } from './custom-engine.js';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './custom-manifest.js';
 import { EngineError } from './errors.js';
@@ -15,20 +17,18 @@ export interface LoadPackEngineOptions {
   manifest: AgentManifest;
   /** `$PACKWARDEN_HOME`: engines installed there live in `<home>/engines/<id>/`. */
   home: string;
-  /** The environment `exec` commands start from. Default `process.env`. */
+  /** The environment `exec` commands and the `claude` / `codex` CLIs start from. Default `process.env`. */
   env?: Record<string, string | undefined>;
   /** Options of the built-in `exec` engine. */
   exec?: { killGraceMs?: number; stderrTailBytes?: number };
+  /** Options of the built-in `claude` engine (its SDK is imported only when a pack uses it). */
+  claude?: Pick<CreateClaudeEngineOptions, 'executablePath' | 'loadSdk'>;
+  /** Options of the built-in `codex` engine (its SDK is imported only when a pack uses it). */
+  codex?: Pick<CreateCodexEngineOptions, 'executablePath' | 'loadSdk'>;
 }
 
-/** Engines packwarden knows of but does not ship in this version, and what will provide them. */
-export const UNAVAILABLE_ENGINES: Readonly<Record<string, string>> = Object.freeze({
-  claude: '@anthropic-ai/claude-agent-sdk',
-  codex: '@openai/codex-sdk',
-});
-
-/** The engines built into this package. */
-export const BUILT_IN_ENGINES: readonly string[] = Object.freeze(['exec']);
+/** The engines built into this package (`claude` and `codex` need their optional SDK). */
+export const BUILT_IN_ENGINES: readonly string[] = Object.freeze(['exec', 'claude', 'codex']);
 
 const MAX_SYSTEM_PROMPT_BYTES = 256 * 1024;
 
@@ -60,7 +60,7 @@ async function readSystemPrompt(
 /**
  * The engine a pack's `spec.engine: <id>` names, found in `<pack>/engines/<id>/`, then
  * `<home>/engines/<id>/` (custom engines, AgentHippo Custom Engine V2), then among the built-in
- * engines (`exec`).
+ * engines (`exec`, and `claude` / `codex`, which import their SDK here).
  */
 export async function loadPackEngine(options: LoadPackEngineOptions): Promise<PackEngine> {
   const { manifest, packDir } = options;
@@ -110,12 +110,20 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
         : {}),
     });
   }
-  const sdk = UNAVAILABLE_ENGINES[id];
-  if (sdk !== undefined) {
-    throw new EngineError(
-      'ERR_ENGINE_NOT_AVAILABLE',
-      `the ${id} engine is not available in this version of @packwarden/engines: a later version provides it through ${sdk}; until then give the pack a custom engine in engines/${id}/ or use spec.engine: exec`,
-    );
+  if (id === 'claude' || id === 'codex') {
+    const sdkOptions = {
+      pack,
+      ...(options.env !== undefined ? { baseEnv: options.env } : {}),
+      ...(options[id]?.executablePath !== undefined
+        ? { executablePath: options[id].executablePath }
+        : {}),
+    };
+    if (id === 'claude') {
+      const loadSdk = options.claude?.loadSdk;
+      return createClaudeEngine({ ...sdkOptions, ...(loadSdk !== undefined ? { loadSdk } : {}) });
+    }
+    const loadSdk = options.codex?.loadSdk;
+    return createCodexEngine({ ...sdkOptions, ...(loadSdk !== undefined ? { loadSdk } : {}) });
   }
   throw new EngineError(
     'ERR_ENGINE_NOT_FOUND',

@@ -77,19 +77,32 @@ describe('loadPackEngine resolution', () => {
   });
 
   test.each([
-    ['claude', '@anthropic-ai/claude-agent-sdk'],
-    ['codex', '@openai/codex-sdk'],
-  ])('%s is not available in this version, and the error names %s', async (id, sdk) => {
-    const error = await failure(
-      loadPackEngine({
-        packDir: tempDir(),
-        manifest: manifest(`  engine: ${id}`),
-        home: tempDir(),
-      }),
-    );
-    expect(error).toMatchObject({ code: 'ERR_ENGINE_NOT_AVAILABLE' });
-    expect(error?.message).toContain(`the ${id} engine is not available in this version`);
-    expect(error?.message).toContain(sdk);
+    ['claude', 'Claude Code (@anthropic-ai/claude-agent-sdk)'],
+    ['codex', 'Codex (@openai/codex-sdk)'],
+  ])('%s is built in, on its installed SDK', async (id, displayName) => {
+    const engine = await loadPackEngine({
+      packDir: tempDir(),
+      manifest: manifest(`  engine: ${id}`),
+      home: tempDir(),
+    });
+    expect(engine).toMatchObject({ id, displayName });
+  });
+
+  test('an SDK is imported only when a pack uses its engine', async () => {
+    const imported: string[] = [];
+    const never = (name: string) => () => {
+      imported.push(name);
+      return Promise.reject(new Error('not now'));
+    };
+    const engine = await loadPackEngine({
+      packDir: tempDir(),
+      manifest: manifest('  engine: exec\n  exec: {command: [sh, -c, "true"]}'),
+      home: tempDir(),
+      claude: { loadSdk: never('claude') },
+      codex: { loadSdk: never('codex') },
+    });
+    expect(engine.id).toBe('exec');
+    expect(imported).toEqual([]);
   });
 
   test('exec needs a valid spec.exec whose program stays inside the pack', async () => {

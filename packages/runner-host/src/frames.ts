@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Protocol versions this package speaks, newest last. */
 export const SUPPORTED_PROTOCOLS: readonly number[] = [1];

@@ -1,0 +1,278 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
+import type { PackEngine, PackIdentity } from './pack-engine.js';
+import { effectiveFileAccess } from './permissions.js';
+import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
+import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
+import { sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+
+/** The options this engine gives `new Codex()` (a subset of the SDK's `CodexOptions`). */
+export interface CodexClientOptions {
+  codexPathOverride?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  env: Record<string, string>;
+}
+
+/** The thread options of a turn (a subset of the SDK's `ThreadOptions`). */
+export interface CodexThreadOptions {
+  sandboxMode: CodexSandboxMode;
+  workingDirectory: string;
+  skipGitRepoCheck: boolean;
+  approvalPolicy: 'never';
+  additionalDirectories?: string[];
+  model?: string;
+}
+
+export interface CodexThreadLike {
+  runStreamed(
+    input: string,
+    turnOptions?: { signal?: AbortSignal },
+  ): Promise<{ events: AsyncIterable<unknown> }>;
+}
+
+/** What this engine uses of `@openai/codex-sdk`. */
+export interface CodexSdk {
+  Codex: new (options: CodexClientOptions) => {
+    startThread(options: CodexThreadOptions): CodexThreadLike;
+    resumeThread(id: string, options: CodexThreadOptions): CodexThreadLike;
+  };
+}
+
+export interface CreateCodexEngineOptions {
+  pack: PackIdentity;
+  /** The environment the Codex CLI starts from (the sandbox's own). Default `process.env`. */
+  baseEnv?: Record<string, string | undefined>;
+  /** The `codex` executable (`codexPathOverride`). Default: the SDK's own. */
+  executablePath?: string;
+  /** Imports the SDK. Default `import('@openai/codex-sdk')`. */
+  loadSdk?: () => Promise<CodexSdk>;
+}
+
+type Json = Record<string, unknown>;
+
+const failure = (code: string, message: string) => ({ code, message });
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const importCodexSdk = async (): Promise<CodexSdk> =>
+  (await import('@openai/codex-sdk')) as unknown as CodexSdk;
+
+/** Maps the JSONL thread events of one turn onto the runner-host emitter. */
+class CodexTurn {
+  readonly #emitter: EngineEmitter;
+  /** Characters of each agent_message / reasoning item already sent. */
+  readonly #sent = new Map<string, number>();
+  readonly #toolsStarted = new Set<string>();
+  /** Why the turn failed, as the CLI reported it (the SDK did not throw). */
+  failure: { code: string; message: string } | undefined;
+  completed = false;
+  lastError: string | undefined;
+
+  constructor(emitter: EngineEmitter) {
+    this.#emitter = emitter;
+  }
+
+  async handle(event: unknown): Promise<void> {
+    if (!isObject(event)) return;
+    switch (event.type) {
+      case 'thread.started':
+        if (typeof event.thread_id === 'string' && event.thread_id !== '')
+          await this.#emitter.session(event.thread_id);
+        return;
+      case 'item.started':
+      case 'item.updated':
+      case 'item.completed':
+        if (isObject(event.item)) await this.#item(event.item, event.type === 'item.completed');
+        return;
+      case 'turn.failed': {
+        const detail = isObject(event.error) ? event.error.message : undefined;
+        this.failure ??= failure(
+          'codex_turn_failed',
+          `Codex failed the turn: ${typeof detail === 'string' ? detail : 'no detail'}`,
+        );
+        return;
+      }
+      case 'turn.completed':
+        this.completed = true;
+        return;
+      case 'error':
+        // Codex also reports errors it recovers from (a retried stream): a warning, and the
+        // turn's failure only if it never completes.
+        if (typeof event.message === 'string') {
+          this.lastError = event.message;
+          await this.#emitter.warning('codex_error', event.message);
+        }
+        return;
+    }
+  }
+
+  async #delta(item: Json, send: (delta: string) => Promise<void>): Promise<void> {
+    if (typeof item.id !== 'string' || typeof item.text !== 'string') return;
+    const sent = this.#sent.get(item.id) ?? 0;
+    if (item.text.length > sent) {
+      this.#sent.set(item.id, item.text.length);
+      await send(item.text.slice(sent));
+    }
+  }
+
+  async #toolStart(id: string, name: string, input: unknown): Promise<void> {
+    if (this.#toolsStarted.has(id)) return;
+    this.#toolsStarted.add(id);
+    await this.#emitter.toolStart({ toolCallId: id, name, input });
+  }
+
+  async #item(item: Json, completed: boolean): Promise<void> {
+    const id = typeof item.id === 'string' ? item.id : undefined;
+    switch (item.type) {
+      case 'agent_message':
+        return this.#delta(item, (delta) => this.#emitter.text(delta));
+      case 'reasoning':
+        return this.#delta(item, (delta) => this.#emitter.thinking(delta));
+      case 'todo_list':
+        if (Array.isArray(item.items)) {
+          const done = item.items.filter((todo) => isObject(todo) && todo.completed === true);
+          await this.#emitter.progress(`plan: ${done.length}/${item.items.length} done`);
+        }
+        return;
+      case 'error':
+        if (typeof item.message === 'string')
+          await this.#emitter.warning('codex_item_error', item.message);
+        return;
+    }
+    if (id === undefined) return;
+    const tool = toolOf(item);
+    if (tool === undefined) return;
+    await this.#toolStart(id, tool.name, tool.input);
+    if (completed) {
+      await this.#emitter.toolEnd({
+        toolCallId: id,
+        name: tool.name,
+        output: tool.output,
+        ...(tool.isError ? { isError: true } : {}),
+      });
+    }
+  }
+}
+
+/** Codex items that are tool calls, as `tool_start` / `tool_end` see them. */
+function toolOf(
+  item: Json,
+): { name: string; input: unknown; output: unknown; isError: boolean } | undefined {
+  const failed = item.status === 'failed';
+  switch (item.type) {
+    case 'command_execution':
+      return {
+        name: 'command_execution',
+        input: { command: item.command },
+        output: { exitCode: item.exit_code, output: item.aggregated_output },
+        isError: failed || (typeof item.exit_code === 'number' && item.exit_code !== 0),
+      };
+    case 'file_change':
+      return {
+        name: 'file_change',
+        input: { changes: item.changes },
+        output: { changes: item.changes },
+        isError: failed,
+      };
+    case 'mcp_tool_call':
+      return {
+        name: `${String(item.server)}.${String(item.tool)}`,
+        input: item.arguments,
+        output: item.error ?? item.result,
+        isError: failed,
+      };
+    case 'web_search':
+      return {
+        name: 'web_search',
+        input: { query: item.query },
+        output: undefined,
+        isError: failed,
+      };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The `codex` engine: each turn is one `runStreamed()` of a Codex SDK thread, which runs
+ * `codex exec --experimental-json` in the workspace. The run frame's `baseUrl` reaches it as the
+ * SDK's `baseUrl` and `modelToken` as its `apiKey` (the SDK puts it in `CODEX_API_KEY`); the
+ * turn's file access becomes its `--sandbox` mode; `nativeSessionId` resumes a thread.
+ */
+export async function createCodexEngine(options: CreateCodexEngineOptions): Promise<PackEngine> {
+  const sdk = await loadEngineSdk('codex', options.loadSdk ?? importCodexSdk);
+  const baseEnv = options.baseEnv ?? process.env;
+
+  return {
+    id: 'codex',
+    displayName: `Codex (${ENGINE_SDKS.codex})`,
+    async stream(message, runOptions, emitter, runtime, signal) {
+      const fileAccess = effectiveFileAccess(
+        runOptions.permissions?.fileAccess,
+        options.pack.fileAccess,
+      );
+      const sandboxMode = codexSandboxMode(fileAccess);
+      if (sandboxMode === undefined) {
+        throw turnFailure(
+          'file_access_unsupported',
+          'the codex engine cannot run a turn without file access: its narrowest sandbox (read-only) still reads the workspace',
+        );
+      }
+      const secrets = new SecretSet();
+      secrets.add(runOptions.modelToken);
+      secrets.add(runOptions.gatewaySessionKey);
+      for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
+
+      const env = sdkChildEnvironment(baseEnv, runOptions);
+      env.CODEX_HOME ??= join(runtime.stateDir, 'codex');
+      await mkdir(env.CODEX_HOME, { recursive: true });
+      const codex = new sdk.Codex({
+        env,
+        ...(options.executablePath !== undefined
+          ? { codexPathOverride: options.executablePath }
+          : {}),
+        ...(runOptions.baseUrl !== undefined ? { baseUrl: runOptions.baseUrl } : {}),
+        ...(runOptions.modelToken !== undefined ? { apiKey: runOptions.modelToken } : {}),
+      });
+      const model = runOptions.modelId ?? options.pack.model;
+      const threadOptions: CodexThreadOptions = {
+        sandboxMode,
+        workingDirectory: runtime.workspaceRoot,
+        skipGitRepoCheck: true,
+        // Nobody can approve a command inside a sandbox: the sandbox mode is the boundary.
+        approvalPolicy: 'never',
+        ...(runOptions.additionalDirectories?.length
+          ? { additionalDirectories: [...runOptions.additionalDirectories] }
+          : {}),
+        ...(model !== undefined ? { model } : {}),
+      };
+      const thread =
+        runOptions.nativeSessionId !== undefined
+          ? codex.resumeThread(runOptions.nativeSessionId, threadOptions)
+          : codex.startThread(threadOptions);
+      const turn = new CodexTurn(emitter);
+      try {
+        const { events } = await thread.runStreamed(message, { signal });
+        for await (const event of events) {
+          await turn.handle(event);
+          if (turn.failure !== undefined) break;
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        throw turnFailure(
+          'codex_failed',
+          secrets.scrubText(error instanceof Error ? error.message : String(error)),
+        );
+      }
+      if (!turn.completed && turn.lastError !== undefined) {
+        turn.failure ??= failure('codex_error', `Codex reported an error: ${turn.lastError}`);
+      }
+      if (!signal.aborted && turn.failure !== undefined) {
+        throw turnFailure(turn.failure.code, secrets.scrubText(turn.failure.message));
+      }
+    },
+  };
+}

@@ -1,0 +1,235 @@
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  EngineError,
+  createClaudeEngine,
+  loadPackEngine,
+  type ClaudeAgentSdk,
+} from '../src/index.js';
+import { cleanTemps, session, tempDir, textOf } from './helpers.js';
+import { alive, flag, sdkPack, standin, standinEnv, thinkingOf, waitUntil } from './sdk-helpers.js';
+
+afterEach(cleanTemps);
+
+const TOKEN = 'sk-ant-model-token-4242';
+
+async function claudeTurnSetup(scenario: string, fileAccess?: string) {
+  const { env, records } = standinEnv(scenario);
+  const engine = await loadPackEngine({
+    packDir: tempDir(),
+    manifest: sdkPack('claude', fileAccess, 'pack-model'),
+    home: tempDir(),
+    env,
+    claude: { executablePath: standin('claude') },
+  });
+  const runtime = { workspaceRoot: tempDir(), stateDir: tempDir() };
+  return { engine, runtime, records, s: session(engine, runtime) };
+}
+
+describe('the claude engine (Claude Agent SDK against a stand-in Claude Code)', () => {
+  test('routing: baseUrl and modelToken reach ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY only; text, thinking and the session id', async () => {
+    const { engine, runtime, records, s } = await claudeTurnSetup('text', 'workspace-write');
+    expect(engine.id).toBe('claude');
+    const { events, outcome } = await s.run({
+      message: 'hello there',
+      baseUrl: 'http://gateway.test:4000',
+      modelToken: TOKEN,
+      modelId: 'claude-run-model',
+      turnEnv: { TURN_VAR: 'turn-value-1' },
+    });
+    expect(outcome).toMatchObject({
+      type: 'result',
+      stopReason: 'end_turn',
+      nativeSessionId: 'claude-session-1',
+    });
+    expect(thinkingOf(events)).toBe('Pondering the prompt.');
+    // Streamed as deltas; the complete assistant message that follows is not repeated.
+    expect(textOf(events)).toBe('You said: hello there');
+    expect(events.filter((event) => event.type === 'session')).toEqual([
+      expect.objectContaining({ nativeSessionId: 'claude-session-1' }),
+    ]);
+
+    const [record, ...more] = records();
+    expect(more).toEqual([]);
+    expect(record?.env.ANTHROPIC_BASE_URL).toBe('http://gateway.test:4000');
+    expect(record?.env.ANTHROPIC_API_KEY).toBe(TOKEN);
+    expect(Object.entries(record?.env ?? {}).filter(([, value]) => value.includes(TOKEN))).toEqual([
+      ['ANTHROPIC_API_KEY', TOKEN],
+    ]);
+    expect(record?.argv.join(' ')).not.toContain(TOKEN);
+    expect(record?.env.TURN_VAR).toBe('turn-value-1');
+    expect(record?.env.CLAUDE_CONFIG_DIR).toBe(`${runtime.stateDir}/claude`);
+    expect(existsSync(`${runtime.stateDir}/claude`)).toBe(true);
+    expect(record?.cwd).toBe(runtime.workspaceRoot);
+    expect(flag(record?.argv ?? [], '--output-format')).toBe('stream-json');
+    expect(flag(record?.argv ?? [], '--input-format')).toBe('stream-json');
+    expect(record?.argv).toContain('--include-partial-messages');
+    expect(flag(record?.argv ?? [], '--model')).toBe('claude-run-model');
+    expect(flag(record?.argv ?? [], '--setting-sources')).toBe('');
+    expect(flag(record?.argv ?? [], '--resume')).toBeUndefined();
+    await s.close();
+  });
+
+  test('permissions: none / read-only / workspace-write / full become tools and a permission mode', async () => {
+    const { records, s } = await claudeTurnSetup('text', 'full');
+    for (const fileAccess of ['none', 'read', 'write'] as const) {
+      const { outcome } = await s.run({ message: 'x', permissions: { fileAccess } });
+      expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    }
+    // No permissions on the frame: the pack's declaration (full).
+    await s.run({ message: 'x' });
+    const seen = records().map(({ argv }) => ({
+      tools: flag(argv, '--tools'),
+      allowed: flag(argv, '--allowedTools'),
+      mode: flag(argv, '--permission-mode'),
+      skip: argv.includes('--allow-dangerously-skip-permissions'),
+    }));
+    expect(seen).toEqual([
+      { tools: '', allowed: undefined, mode: 'dontAsk', skip: false },
+      { tools: 'Read,Glob,Grep', allowed: 'Read,Glob,Grep', mode: 'dontAsk', skip: false },
+      {
+        tools: 'Read,Glob,Grep,Edit,Write,NotebookEdit',
+        allowed: 'Read,Glob,Grep,Edit,Write,NotebookEdit',
+        mode: 'acceptEdits',
+        skip: false,
+      },
+      { tools: 'default', allowed: undefined, mode: 'bypassPermissions', skip: true },
+    ]);
+    await s.close();
+  });
+
+  test('a frame cannot widen the pack: write on a read-only pack stays read-only', async () => {
+    const { records, s } = await claudeTurnSetup('text', 'read-only');
+    await s.run({ message: 'x', permissions: { fileAccess: 'write' } });
+    expect(flag(records()[0]?.argv ?? [], '--tools')).toBe('Read,Glob,Grep');
+    await s.close();
+  });
+
+  test('resume: nativeSessionId becomes --resume and the session id rides the terminal frame', async () => {
+    const { records, s } = await claudeTurnSetup('text');
+    const { outcome } = await s.run({ message: 'again', nativeSessionId: 'prev-session-7' });
+    expect(outcome).toMatchObject({ type: 'result', nativeSessionId: 'prev-session-7' });
+    expect(flag(records()[0]?.argv ?? [], '--resume')).toBe('prev-session-7');
+    await s.close();
+  });
+
+  test('tool use and tool results become tool_start / tool_end; unstreamed text is sent whole', async () => {
+    const { s } = await claudeTurnSetup('tools');
+    const { events, outcome } = await s.run({ message: 'list files' });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    const tools = events.filter(
+      (event) => event.type === 'tool_start' || event.type === 'tool_end',
+    );
+    expect(tools).toEqual([
+      expect.objectContaining({
+        type: 'tool_start',
+        toolCallId: 'toolu_1',
+        name: 'Glob',
+        input: { pattern: '*' },
+      }),
+      expect.objectContaining({
+        type: 'tool_end',
+        toolCallId: 'toolu_1',
+        name: 'Glob',
+        output: 'a.txt\nb.txt',
+      }),
+      expect.objectContaining({ type: 'tool_start', toolCallId: 'toolu_2', name: 'Read' }),
+      expect.objectContaining({
+        type: 'tool_end',
+        toolCallId: 'toolu_2',
+        name: 'Read',
+        output: [{ type: 'text', text: 'File does not exist.' }],
+        isError: true,
+      }),
+    ]);
+    expect(tools[1]).not.toHaveProperty('isError');
+    expect(textOf(events)).toBe('Two files.');
+    await s.close();
+  });
+
+  test.each([
+    ['sleep', 'exits when the SDK closes its stdin', 1500],
+    ['stubborn', 'ignores its stdin closing, so the SDK sends SIGTERM', 6000],
+  ])(
+    'cancel (%s stand-in, which %s): the turn ends cancelled and the process is gone',
+    async (scenario, _how, withinMs) => {
+      const { records, s } = await claudeTurnSetup(scenario);
+      const controller = new AbortController();
+      let abortedAt = 0;
+      const { outcome } = await s.run(
+        { message: 'x' },
+        {
+          signal: controller.signal,
+          onEvent: (event) => {
+            if (event.type === 'text' && !controller.signal.aborted) {
+              abortedAt = Date.now();
+              controller.abort();
+            }
+          },
+        },
+      );
+      const cancelledAt = Date.now();
+      // The engine settles on its own, before the host's 2 s grace would end the run for it.
+      if (scenario === 'sleep') expect(cancelledAt - abortedAt).toBeLessThan(1500);
+      expect(outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
+      const pid = records()[0]?.pid ?? 0;
+      expect(pid).toBeGreaterThan(0);
+      expect(await waitUntil(() => !alive(pid), withinMs)).toBe(true);
+      expect(Date.now() - cancelledAt).toBeLessThan(withinMs);
+      await s.close();
+    },
+  );
+
+  test('an error result and a crashing CLI fail the turn', async () => {
+    const errored = await claudeTurnSetup('error');
+    const { outcome } = await errored.s.run({ message: 'x', modelToken: TOKEN });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'claude_error' } });
+    expect(outcome.type === 'failed' && outcome.error.message).toContain('the model is overloaded');
+    await errored.s.close();
+
+    const crashed = await claudeTurnSetup('crash');
+    const second = await crashed.s.run({ message: 'x', modelToken: TOKEN });
+    expect(second).toMatchObject({ outcome: { type: 'failed', error: { code: 'claude_failed' } } });
+    expect(second.outcome.type === 'failed' && second.outcome.error.message).toContain('code 3');
+    expect(JSON.stringify(second)).not.toContain(TOKEN);
+    await crashed.s.close();
+  });
+});
+
+describe('the claude SDK is optional', () => {
+  const missing = () =>
+    Promise.reject(
+      Object.assign(
+        new Error(
+          "Cannot find package '@anthropic-ai/claude-agent-sdk' imported from /app/node_modules/@packwarden/engines/dist/index.js",
+        ),
+        { code: 'ERR_MODULE_NOT_FOUND' },
+      ),
+    );
+
+  test('absent: ERR_ENGINE_SDK_MISSING naming the package to install', async () => {
+    const error = await loadPackEngine({
+      packDir: tempDir(),
+      manifest: sdkPack('claude'),
+      home: tempDir(),
+      claude: { loadSdk: missing },
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(EngineError);
+    expect(error).toMatchObject({ code: 'ERR_ENGINE_SDK_MISSING' });
+    expect((error as Error).message).toContain('npm install @anthropic-ai/claude-agent-sdk');
+  });
+
+  test('present but broken: ERR_ENGINE_LOAD', async () => {
+    const error = await createClaudeEngine({
+      pack: { id: 'p', version: '1.0.0' },
+      loadSdk: () => Promise.reject(new SyntaxError('Unexpected token')),
+    }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'ERR_ENGINE_LOAD' });
+    expect((error as Error).message).toContain('Unexpected token');
+  });
+
+  test('the installed SDK fits the shape the engine uses', async () => {
+    const sdk: ClaudeAgentSdk = await import('@anthropic-ai/claude-agent-sdk');
+    expect(typeof sdk.query).toBe('function');
+  });
+});

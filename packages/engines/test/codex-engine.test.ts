@@ -1,0 +1,217 @@
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { EngineError, createCodexEngine, loadPackEngine, type CodexSdk } from '../src/index.js';
+import { cleanTemps, session, tempDir, textOf } from './helpers.js';
+import { alive, flag, sdkPack, standin, standinEnv, thinkingOf, waitUntil } from './sdk-helpers.js';
+
+afterEach(cleanTemps);
+
+const TOKEN = 'sk-openai-model-token-4242';
+
+async function codexTurnSetup(scenario: string, fileAccess?: string) {
+  const { env, records } = standinEnv(scenario);
+  const engine = await loadPackEngine({
+    packDir: tempDir(),
+    manifest: sdkPack('codex', fileAccess, 'pack-model'),
+    home: tempDir(),
+    env,
+    codex: { executablePath: standin('codex') },
+  });
+  const runtime = { workspaceRoot: tempDir(), stateDir: tempDir() };
+  return { engine, runtime, records, s: session(engine, runtime) };
+}
+
+/** The `--config key=value` overrides of an argv. */
+const configs = (argv: readonly string[]) =>
+  argv.flatMap((arg, i) => (argv[i - 1] === '--config' ? [arg] : []));
+
+describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
+  test('routing: baseUrl as openai_base_url, modelToken only in CODEX_API_KEY; text, reasoning and the thread id', async () => {
+    const { engine, runtime, records, s } = await codexTurnSetup('text', 'workspace-write');
+    expect(engine.id).toBe('codex');
+    const { events, outcome } = await s.run({
+      message: 'hello there',
+      baseUrl: 'http://gateway.test:4000/v1',
+      modelToken: TOKEN,
+      turnEnv: { TURN_VAR: 'turn-value-1' },
+      additionalDirectories: ['/data/extra'],
+    });
+    expect(outcome).toMatchObject({
+      type: 'result',
+      stopReason: 'end_turn',
+      nativeSessionId: 'codex-thread-1',
+    });
+    expect(thinkingOf(events)).toBe('Pondering the prompt.');
+    // item.started / item.updated / item.completed carry the text so far: sent once, as deltas.
+    expect(textOf(events)).toBe('You said: hello there');
+    expect(events.filter((event) => event.type === 'text').length).toBeGreaterThan(1);
+    expect(events.filter((event) => event.type === 'session')).toEqual([
+      expect.objectContaining({ nativeSessionId: 'codex-thread-1' }),
+    ]);
+
+    const [record, ...more] = records();
+    expect(more).toEqual([]);
+    const argv = record?.argv ?? [];
+    expect(argv.slice(0, 2)).toEqual(['exec', '--experimental-json']);
+    expect(configs(argv)).toContain('openai_base_url="http://gateway.test:4000/v1"');
+    expect(configs(argv)).toContain('approval_policy="never"');
+    expect(record?.env.CODEX_API_KEY).toBe(TOKEN);
+    expect(Object.entries(record?.env ?? {}).filter(([, value]) => value.includes(TOKEN))).toEqual([
+      ['CODEX_API_KEY', TOKEN],
+    ]);
+    expect(argv.join(' ')).not.toContain(TOKEN);
+    expect(record?.env.TURN_VAR).toBe('turn-value-1');
+    expect(record?.env.CODEX_HOME).toBe(`${runtime.stateDir}/codex`);
+    expect(existsSync(`${runtime.stateDir}/codex`)).toBe(true);
+    expect(flag(argv, '--cd')).toBe(runtime.workspaceRoot);
+    expect(flag(argv, '--add-dir')).toBe('/data/extra');
+    expect(flag(argv, '--model')).toBe('pack-model');
+    expect(argv).toContain('--skip-git-repo-check');
+    expect(argv).not.toContain('resume');
+    await s.close();
+  });
+
+  test('permissions: read-only / workspace-write / full become --sandbox; none is refused', async () => {
+    const { records, s } = await codexTurnSetup('text', 'full');
+    for (const fileAccess of ['read', 'write'] as const) {
+      const { outcome } = await s.run({ message: 'x', permissions: { fileAccess } });
+      expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    }
+    await s.run({ message: 'x' }); // the pack's declaration: full
+    expect(records().map(({ argv }) => flag(argv, '--sandbox'))).toEqual([
+      'read-only',
+      'workspace-write',
+      'danger-full-access',
+    ]);
+    const { outcome } = await s.run({ message: 'x', permissions: { fileAccess: 'none' } });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'file_access_unsupported' } });
+    expect(records()).toHaveLength(3); // never started
+    await s.close();
+  });
+
+  test('a frame cannot widen the pack: write on a read-only pack stays read-only', async () => {
+    const { records, s } = await codexTurnSetup('text', 'read-only');
+    await s.run({ message: 'x', permissions: { fileAccess: 'write' } });
+    expect(flag(records()[0]?.argv ?? [], '--sandbox')).toBe('read-only');
+    await s.close();
+  });
+
+  test('resume: nativeSessionId resumes the thread and rides the terminal frame', async () => {
+    const { records, s } = await codexTurnSetup('text');
+    const { outcome } = await s.run({ message: 'again', nativeSessionId: 'thread-prev-7' });
+    expect(outcome).toMatchObject({ type: 'result', nativeSessionId: 'thread-prev-7' });
+    const argv = records()[0]?.argv ?? [];
+    expect(argv.slice(-2)).toEqual(['resume', 'thread-prev-7']);
+    await s.close();
+  });
+
+  test('command executions and file changes become tool_start / tool_end', async () => {
+    const { s } = await codexTurnSetup('tools');
+    const { events, outcome } = await s.run({ message: 'list files' });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    const tools = events.filter(
+      (event) => event.type === 'tool_start' || event.type === 'tool_end',
+    );
+    expect(tools).toEqual([
+      expect.objectContaining({
+        type: 'tool_start',
+        toolCallId: 'item_0',
+        name: 'command_execution',
+        input: { command: 'ls' },
+      }),
+      expect.objectContaining({
+        type: 'tool_end',
+        toolCallId: 'item_0',
+        output: { exitCode: 0, output: 'a.txt\nb.txt\n' },
+      }),
+      expect.objectContaining({
+        type: 'tool_start',
+        toolCallId: 'item_1',
+        input: { command: 'cat missing' },
+      }),
+      expect.objectContaining({ type: 'tool_end', toolCallId: 'item_1', isError: true }),
+      expect.objectContaining({ type: 'tool_start', toolCallId: 'item_2', name: 'file_change' }),
+      expect.objectContaining({
+        type: 'tool_end',
+        toolCallId: 'item_2',
+        name: 'file_change',
+        output: { changes: [{ path: 'notes.md', kind: 'add' }] },
+      }),
+    ]);
+    expect(tools[1]).not.toHaveProperty('isError');
+    expect(textOf(events)).toBe('Two files.');
+    await s.close();
+  });
+
+  test('cancel aborts runStreamed: the turn ends cancelled and the codex process is gone', async () => {
+    const { records, s } = await codexTurnSetup('sleep');
+    const controller = new AbortController();
+    const started = Date.now();
+    const { outcome } = await s.run(
+      { message: 'x' },
+      {
+        signal: controller.signal,
+        onEvent: (event) => event.type === 'text' && controller.abort(),
+      },
+    );
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const pid = records()[0]?.pid ?? 0;
+    expect(pid).toBeGreaterThan(0);
+    expect(await waitUntil(() => !alive(pid))).toBe(true);
+    await s.close();
+  });
+
+  test('turn.failed and a crashing CLI fail the turn', async () => {
+    const failed = await codexTurnSetup('error');
+    const { events, outcome } = await failed.s.run({ message: 'x', modelToken: TOKEN });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'codex_turn_failed' } });
+    expect(outcome.type === 'failed' && outcome.error.message).toContain('the model is overloaded');
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'warning', code: 'codex_error' }),
+    );
+    await failed.s.close();
+
+    const crashed = await codexTurnSetup('crash');
+    const second = await crashed.s.run({ message: 'x', modelToken: TOKEN });
+    expect(second).toMatchObject({ outcome: { type: 'failed', error: { code: 'codex_failed' } } });
+    expect(second.outcome.type === 'failed' && second.outcome.error.message).toContain('code 3');
+    expect(JSON.stringify(second)).not.toContain(TOKEN);
+    await crashed.s.close();
+  });
+});
+
+describe('the codex SDK is optional', () => {
+  test('absent: ERR_ENGINE_SDK_MISSING naming the package to install', async () => {
+    const error = await loadPackEngine({
+      packDir: tempDir(),
+      manifest: sdkPack('codex'),
+      home: tempDir(),
+      codex: {
+        loadSdk: () =>
+          Promise.reject(
+            Object.assign(
+              new Error("Cannot find package '@openai/codex-sdk' imported from /app/index.js"),
+              { code: 'ERR_MODULE_NOT_FOUND' },
+            ),
+          ),
+      },
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(EngineError);
+    expect(error).toMatchObject({ code: 'ERR_ENGINE_SDK_MISSING' });
+    expect((error as Error).message).toContain('npm install @openai/codex-sdk');
+  });
+
+  test('present but broken: ERR_ENGINE_LOAD', async () => {
+    const error = await createCodexEngine({
+      pack: { id: 'p', version: '1.0.0' },
+      loadSdk: () => Promise.reject(new Error('boom')),
+    }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'ERR_ENGINE_LOAD' });
+  });
+
+  test('the installed SDK fits the shape the engine uses', async () => {
+    const sdk: CodexSdk = await import('@openai/codex-sdk');
+    expect(typeof sdk.Codex).toBe('function');
+  });
+});
