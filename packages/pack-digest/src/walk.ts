@@ -1,5 +1,5 @@
 import type { Dirent } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIGEST_EXCLUDED_PATH, type PackDigestLimits } from './constants.js';
 import { PackDigestError, type UnsupportedFileType } from './errors.js';
@@ -13,7 +13,9 @@ export interface WalkedEntry {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const DIRECTORY_CONCURRENCY = 8;
+// Folders are read synchronously (a readdir is a few microseconds; a trip through the thread
+// pool costs more than that), yielding to the event loop every few folders.
+const YIELD_EVERY_DIRECTORIES = 16;
 
 function hasControlByte(name: Buffer): boolean {
   for (const byte of name) if (byte < 0x20 || byte === 0x7f) return true;
@@ -112,10 +114,10 @@ export async function walkPack(
     { absolutePath: root, path: '', depth: 0 },
   ];
 
-  const visit = async (dir: { absolutePath: string; path: string; depth: number }) => {
+  const visit = (dir: { absolutePath: string; path: string; depth: number }) => {
     let dirents: Dirent<Buffer>[];
     try {
-      dirents = await readdir(dir.absolutePath, { withFileTypes: true, encoding: 'buffer' });
+      dirents = readdirSync(dir.absolutePath, { withFileTypes: true, encoding: 'buffer' });
     } catch (error) {
       throw ioError(error, dir.path);
     }
@@ -148,7 +150,7 @@ export async function walkPack(
       if (kind === undefined) {
         // Some file systems leave the type out of readdir (DT_UNKNOWN): ask lstat.
         try {
-          kind = kindOf(await lstat(absolutePath)) ?? 'unknown';
+          kind = kindOf(lstatSync(absolutePath)) ?? 'unknown';
         } catch (error) {
           throw ioError(error, path);
         }
@@ -184,31 +186,12 @@ export async function walkPack(
     }
   };
 
-  // A small pool of concurrent readdir calls: folders are independent, and the thread pool
-  // overlaps their latency. The first error wins and stops the others from taking new work.
-  let failure: unknown;
-  const drain = async () => {
-    while (queue.length > 0 && failure === undefined) {
-      if (signal?.aborted) throw signal.reason;
-      const dir = queue.pop()!;
-      await visit(dir);
-    }
-  };
-  const workers = new Set<Promise<void>>();
-  while (queue.length > 0 || workers.size > 0) {
-    while (queue.length > 0 && workers.size < DIRECTORY_CONCURRENCY && failure === undefined) {
-      const worker: Promise<void> = drain().catch((error: unknown) => {
-        failure ??= error;
-      });
-      const tracked = worker.finally(() => workers.delete(tracked));
-      workers.add(tracked);
-    }
-    if (workers.size === 0) break;
-    await Promise.race(workers);
-    if (failure !== undefined) {
-      await Promise.allSettled(workers);
-      throw failure;
-    }
+  let visited = 0;
+  while (queue.length > 0) {
+    if (signal?.aborted) throw signal.reason;
+    visit(queue.pop()!);
+    if (++visited % YIELD_EVERY_DIRECTORIES === 0)
+      await new Promise((resolve) => setImmediate(resolve));
   }
   return entries;
 }
