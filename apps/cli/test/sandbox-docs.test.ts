@@ -7,21 +7,25 @@ import { baseEnv, bin, until } from './fixtures/sandbox.js';
 
 afterEach(cleanTemps);
 
-/** The Python driver exactly as docs/sandbox.md shows it. */
-function documentedDriver(): string {
-  const doc = readFileSync(join(repoRoot, 'docs', 'sandbox.md'), 'utf8');
+/** The Python driver exactly as a document shows it. */
+function documentedDriver(file: string): string {
+  const doc = readFileSync(join(repoRoot, file), 'utf8');
   const block =
     /<!-- python-driver:start -->\s*```python\n([\s\S]*?)```\s*<!-- python-driver:end -->/.exec(
       doc,
     );
-  if (block?.[1] === undefined) throw new Error('docs/sandbox.md lost its python driver block');
+  if (block?.[1] === undefined) throw new Error(`${file} lost its python driver block`);
   return block[1];
 }
+
+test('the README shows the same Python driver as docs/sandbox.md', () => {
+  expect(documentedDriver('README.md')).toBe(documentedDriver('docs/sandbox.md'));
+});
 
 test('the Python driver of docs/sandbox.md runs a turn against a real packwarden sandbox --socket', async () => {
   const state = realpathSync(tempDir());
   const driver = join(state, 'driver.py');
-  writeFileSync(driver, documentedDriver());
+  writeFileSync(driver, documentedDriver('docs/sandbox.md'));
   const socket = join(state, 'packwarden.sock');
   const sandbox = spawn(
     process.execPath,

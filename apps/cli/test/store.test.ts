@@ -119,6 +119,13 @@ describe('store build | list | search | info | install', () => {
       latestVersion: '0.1.0',
     });
     expect((await cli(['store', 'info', 'pack/ghost', '--store', url])).code).toBe(1);
+    expect((await cli(['store', 'list', '--store', url, '--type', 'packs'])).stdout).toContain(
+      'pack/hello-pack',
+    );
+    expect((await cli(['store', 'list', '--store', url, '--type', 'skills'])).stdout).not.toContain(
+      'hello-pack',
+    );
+    expect((await cli(['store', 'list', '--store', url, '--type', 'bogus'])).code).toBe(2);
     expect((await cli(['store', 'info', 'nonsense', '--store', url])).code).toBe(1);
   });
 

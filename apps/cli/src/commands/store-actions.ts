@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import {
   buildStaticStore,
   installPack,
+  normalizeArtifactType,
   openStore,
   parseArtifactRef,
   type InstallResult,
@@ -14,18 +15,9 @@ import { printJson, type CliIo } from '../io.js';
 import type { InstallFlags, StoreFlags } from './store.js';
 import { loadTrustRootOrExit } from './verify-actions.js';
 
-const TYPES: Record<string, StoreArtifact['type']> = {
-  pack: 'pack',
-  packs: 'pack',
-  'agent-packs': 'pack',
-  skill: 'skill',
-  skills: 'skill',
-  mcp: 'mcp',
-};
-
 function typeFilter(type: string | undefined): { type?: StoreArtifact['type'] } {
   if (type === undefined) return {};
-  const resolved = TYPES[type];
+  const resolved = normalizeArtifactType(type);
   if (!resolved)
     throw new CliError(`unknown artifact type "${type}"`, EXIT.usage, 'use pack, skill or mcp');
   return { type: resolved };
