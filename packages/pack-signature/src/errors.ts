@@ -20,6 +20,8 @@ export type PackSignatureErrorCode =
   | 'ERR_PACK_UNREADABLE'
   /** `signPack`: writing `pack.sig` failed; any previous `pack.sig` is left as it was. */
   | 'ERR_SIGNATURE_WRITE'
+  /** `signPack`: another running process is writing this pack's `pack.sig` right now. */
+  | 'ERR_SIGNING_IN_PROGRESS'
   /** `readPackSignature`: the operating system refused to open or read `pack.sig` (not "absent"). */
   | 'ERR_SIGNATURE_UNREADABLE'
   /** `verifyPack`: the `selectKey` callback threw, or returned something that is not a `KeySelection`. */

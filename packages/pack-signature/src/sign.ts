@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { computePackDigest, DIGEST_ALGORITHM, formatManifestLine } from '@packwarden/pack-digest';
 import { loadPackManifest } from '@packwarden/pack-manifest';
 import { CompactSign } from 'jose';
-import { writeFileAtomic } from './atomic-write.js';
+import { removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
 import {
   FILE_LIST_MAX_ENTRIES,
   PACK_SIGNATURE_ALG,
@@ -128,6 +128,17 @@ export async function signPack(packDir: string, options: SignPackOptions): Promi
       `cannot sign ${packDir}: ${(cause as Error).message}`,
       { cause },
     );
+  }
+  if (resolved.write) {
+    // A signer killed between its temporary file and the rename leaves that file in the pack
+    // root, where this digest would count it as content: clear it first.
+    const busy = await removeStaleTemporaries(packDir, PACK_SIGNATURE_FILE).catch(() => []);
+    if (busy.length > 0) {
+      throw new PackSignatureError(
+        'ERR_SIGNING_IN_PROGRESS',
+        `another process is signing ${packDir} right now (${busy.join(', ')}); try again when it is done`,
+      );
+    }
   }
   let packDigest;
   try {

@@ -387,3 +387,35 @@ describe('writing pack.sig atomically', () => {
     rmSync(join(pack, 'pack.sig'));
   });
 });
+
+describe('leftovers of a signer that was killed', () => {
+  it('removes a dead signer’s temporary pack.sig before digesting, so it never becomes content', async () => {
+    const pack = await makePack();
+    const clean = (await computePackDigest(pack)).digest;
+    // A pid that cannot be running: above the largest pid Linux hands out.
+    const leftover = join(pack, '.pack.sig.4194399.0123456789ab.tmp');
+    writeFileSync(leftover, 'half a token');
+    const signed = await signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    expect(existsSync(leftover)).toBe(false);
+    expect(signed.payload.digest).toBe(clean);
+    expect((await verifyPack(pack, { selectKey: signer.selectKey })).kind).toBe('verified');
+  });
+
+  it('refuses to race a signer that is still running, and leaves its file alone', async () => {
+    const pack = await makePack();
+    const live = join(pack, `.pack.sig.${process.pid}.0123456789ab.tmp`);
+    writeFileSync(live, 'in progress');
+    await expectCode(
+      signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: signer.kid }),
+      'ERR_SIGNING_IN_PROGRESS',
+    );
+    expect(existsSync(live)).toBe(true);
+    expect(existsSync(join(pack, 'pack.sig'))).toBe(false);
+    // A look-alike that does not match the pattern exactly is content, not a leftover.
+    const lookalike = join(pack, '.pack.sig.12.notatemp.tmp');
+    writeFileSync(lookalike, 'content');
+    rmSync(live);
+    await signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    expect(existsSync(lookalike)).toBe(true);
+  });
+});
