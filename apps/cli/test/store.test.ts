@@ -164,6 +164,21 @@ describe('store build | list | search | info | install', () => {
         })
       ).code,
     ).toBe(0);
+    // The environment's "yes" means the same as --require-signed, for the CLI and the library alike.
+    const viaEnv = await cli(
+      [
+        'store',
+        'install',
+        'pack/hello-pack',
+        '--store',
+        `${http.base}/index.json`,
+        '--keys',
+        fixture.keysFile,
+      ],
+      { env: { PACKWARDEN_HOME: tempDir(), PACKWARDEN_REQUIRE_SIGNED_PACK: 'yes' } },
+    );
+    expect(viaEnv.code, viaEnv.stderr).toBe(0);
+    expect(viaEnv.stdout).toContain('signature verified');
     // Again without --force: refused, the installed copy untouched.
     const again = await cli(
       ['store', 'install', 'pack/hello-pack', '--store', `${http.base}/index.json`],

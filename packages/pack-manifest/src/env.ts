@@ -15,6 +15,16 @@ export function readPackwardenEnv(env: Env, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A yes/no setting such as `PACKWARDEN_REQUIRE_SIGNED_PACK`: on for `1`, `true`, `yes` or `on`
+ * (any case), off otherwise. One reading for every tool, so that no command treats a value as
+ * "off" that another treats as "on".
+ */
+export function readPackwardenFlag(env: Env, name: string): boolean {
+  const value = readPackwardenEnv(env, name);
+  return value !== undefined && /^(1|true|yes|on)$/i.test(value.trim());
+}
+
 /** `$PACKWARDEN_HOME` (or `$AGENTHIPPO_HOME`), default `~/.packwarden`, made absolute. */
 export function packwardenHome(env: Env = process.env): string {
   const configured = readPackwardenEnv(env, 'HOME');

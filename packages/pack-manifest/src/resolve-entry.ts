@@ -1,6 +1,6 @@
 // `@packwarden/pack-manifest/resolve`: finding and listing packs without loading yaml or zod,
 // for tools that start fast and parse manifests only when they must.
-export { packwardenHome, readPackwardenEnv } from './env.js';
+export { packwardenHome, readPackwardenEnv, readPackwardenFlag } from './env.js';
 export type { Env } from './env.js';
 export { isPackManifestError, PackManifestError } from './errors.js';
 export type { PackManifestErrorCode } from './errors.js';

@@ -7,6 +7,7 @@ import {
   PackManifestError,
   packwardenHome,
   readPackwardenEnv,
+  readPackwardenFlag,
   resolvePack,
 } from '@packwarden/pack-manifest';
 
@@ -94,6 +95,14 @@ describe('resolvePack', () => {
     ).toBe('1.0.0');
     expect(readPackwardenEnv({ PACKWARDEN_X: '', AGENTHIPPO_X: 'y' }, 'X')).toBe('y');
     expect(packwardenHome({ HOME: '/home/u' })).toBe('/home/u/.packwarden');
+    for (const on of ['1', 'true', 'TRUE', 'yes', 'on', ' 1 ']) {
+      expect(readPackwardenFlag({ PACKWARDEN_X: on }, 'X')).toBe(true);
+    }
+    for (const off of ['0', 'false', 'no', 'off', '', 'maybe']) {
+      expect(readPackwardenFlag({ PACKWARDEN_X: off }, 'X')).toBe(false);
+    }
+    expect(readPackwardenFlag({ AGENTHIPPO_X: 'yes' }, 'X')).toBe(true);
+    expect(readPackwardenFlag({ PACKWARDEN_X: 'no', AGENTHIPPO_X: 'yes' }, 'X')).toBe(false);
   });
 
   test('a bare name that is not installed falls back to a pack folder under cwd', async () => {

@@ -13,7 +13,7 @@ import {
   CURRENT_FILE,
   loadPackManifest,
   packwardenHome,
-  readPackwardenEnv,
+  readPackwardenFlag,
 } from '@packwarden/pack-manifest';
 import type { KeySelector, PackVerification } from '@packwarden/pack-signature';
 import { archiveCachePath, writeFileAtomic } from './cache.js';
@@ -356,8 +356,7 @@ async function recoverLeftovers(
 }
 
 function requireSignedFromEnv(env: Env): boolean {
-  const value = readPackwardenEnv(env, 'REQUIRE_SIGNED_PACK');
-  return value !== undefined && /^(1|true|yes|on)$/i.test(value);
+  return readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
 }
 
 const noTrustRoot: KeySelector = () => ({

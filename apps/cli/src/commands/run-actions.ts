@@ -7,6 +7,7 @@ import {
   loadPackManifest,
   packwardenHome,
   readPackwardenEnv,
+  readPackwardenFlag,
   resolvePack,
 } from '@packwarden/pack-manifest';
 import {
@@ -93,8 +94,7 @@ export async function runPack(
   const baseUrl = flags.baseUrl ?? readPackwardenEnv(io.env, 'BASE_URL');
   const modelToken = flags.modelToken ?? readPackwardenEnv(io.env, 'MODEL_TOKEN');
   const requireSigned =
-    flags.requireSignedPack === true ||
-    ['1', 'true'].includes(readPackwardenEnv(io.env, 'REQUIRE_SIGNED_PACK') ?? '');
+    flags.requireSignedPack === true || readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
 
   const args = [
     cliBin(),

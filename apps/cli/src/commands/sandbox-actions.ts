@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loadPackEngine, type EngineRuntime, type PackEngine } from '@packwarden/engines';
-import { loadPackManifest, readPackwardenEnv, resolvePack } from '@packwarden/pack-manifest';
+import { loadPackManifest, readPackwardenFlag, resolvePack } from '@packwarden/pack-manifest';
 import {
   describePackRefusal,
   PACK_VERIFICATION_EXIT_CODES,
@@ -55,8 +55,7 @@ async function bootPack(
 ): Promise<BootedPack> {
   const resolved = await resolvePack(flags.agent, { cwd: io.cwd, env: process.env });
   const requireSigned =
-    flags.requireSignedPack === true ||
-    ['1', 'true'].includes(readPackwardenEnv(io.env, 'REQUIRE_SIGNED_PACK') ?? '');
+    flags.requireSignedPack === true || readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
   let packDir = resolved.dir;
   if (requireSigned) {
     // Read the source once: copy it, then verify and use only the copy.

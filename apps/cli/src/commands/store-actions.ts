@@ -9,6 +9,7 @@ import {
   type Store,
   type StoreArtifact,
 } from '@packwarden/store-client';
+import { readPackwardenFlag } from '@packwarden/pack-manifest/resolve';
 import { selectTrustedKey } from '@packwarden/trust-root';
 import { CliError, EXIT } from '../errors.js';
 import { printJson, type CliIo } from '../io.js';
@@ -131,10 +132,7 @@ async function install(
 ): Promise<number> {
   const parsed = parseArtifactRef(reference);
   const requireSigned =
-    flags.requireSigned === true ||
-    ['1', 'true'].includes(
-      io.env.PACKWARDEN_REQUIRE_SIGNED_PACK ?? io.env.AGENTHIPPO_REQUIRE_SIGNED_PACK ?? '',
-    );
+    flags.requireSigned === true || readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
   // The trust root is loaded (and its configuration checked) only when signatures are required.
   const root = requireSigned ? await loadTrustRootOrExit(io, flags) : undefined;
   const store = await open(io, flags);
