@@ -59,3 +59,4 @@ export {
   codexSandboxMode,
 } from './sdk-permissions.js';
 export type { ClaudePermissionOptions, CodexSandboxMode } from './sdk-permissions.js';
+export type { CommandWrapper, WrappableCommand } from './command-wrapper.js';
