@@ -57,9 +57,18 @@ const decode = (text) =>
       : x,
   );
 
-const targetFiles = readdirSync(join(here, 'targets'))
-  .filter((f) => f.endsWith('.mjs'))
-  .sort();
+let targetFiles = [];
+try {
+  targetFiles = readdirSync(join(here, 'targets'))
+    .filter((f) => f.endsWith('.mjs'))
+    .sort();
+} catch {
+  targetFiles = [];
+}
+if (targetFiles.length === 0) {
+  console.error('fuzz: no target in fuzz/targets/');
+  process.exit(1);
+}
 let failures = 0;
 for (const file of targetFiles) {
   const { target } = await import(pathToFileURL(join(here, 'targets', file)).href);

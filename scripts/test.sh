@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and every test: typecheck, lint, formatting, build, packaging (publint,
-# attw), then the whole vitest suite. Every step runs even when an earlier one fails; the exit
-# code is non-zero if any did. The last line is the test summary: "N passed, N failed".
+# attw), a short fuzz run, then the whole vitest suite. Every step runs even when an earlier one
+# fails; the exit code is non-zero if any did. The last line is the test summary: "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/system-packages.sh"
 
 failed_steps=()
 step() {
@@ -17,6 +18,9 @@ step lint pnpm -s exec eslint .
 step format pnpm -s exec prettier --check . --log-level warn
 step build pnpm -s build
 step packaging pnpm -s check:packaging
+# A short fuzz run of every parser (fuzz/run.mjs): saved regressions first, then a seeded
+# time-boxed run per target. The README's "Fuzzing" section has the longer run.
+step fuzz node fuzz/run.mjs --budget-ms "${PACKWARDEN_FUZZ_BUDGET_MS:-4000}" --seed "${PACKWARDEN_FUZZ_SEED:-20261201}"
 
 report=.vitest-report.json
 rm -f "$report"
