@@ -1,3 +1,5 @@
+import type { OciErrorCode } from './oci/errors.js';
+
 /**
  * Every way this package fails. Codes are API: each names one failure and is never reused.
  * See the README's "Errors" table for what to do about each.
@@ -57,7 +59,8 @@ export type StoreErrorCode =
   | 'ERR_BUILD_DUPLICATE'
   | 'ERR_BUILD_UNSUPPORTED_ENTRY'
   | 'ERR_BUILD_PACK_CHANGED'
-  | 'ERR_BUILD_IO';
+  | 'ERR_BUILD_IO'
+  | OciErrorCode; // OCI registries: each documented in ./oci/errors.ts
 
 export interface StoreErrorOptions {
   cause?: unknown;
