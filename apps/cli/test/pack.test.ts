@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
+import { terminalSafe } from 'packwarden';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, examplePack, tempDir } from './helpers.js';
 
@@ -213,5 +215,51 @@ describe('usage errors exit 2 with help', () => {
     const result = await cli(['pack', 'digest', 'Not_A_Name']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('neither a path nor a pack name');
+  });
+});
+
+describe('terminalSafe: untrusted text is shown, never obeyed by the terminal', () => {
+  // Every character a terminal or a bidi-aware viewer acts on; TAB and LF are allowed in
+  // multiline text only.
+  const acted = (multiline: boolean) => ({
+    test: (text: string) =>
+      [...text].some((char) => {
+        const code = char.codePointAt(0)!;
+        if (multiline && (char === '\n' || char === '\t')) return false;
+        return (
+          code <= 0x1f ||
+          (code >= 0x7f && code <= 0x9f) ||
+          [0x61c, 0x200e, 0x200f, 0x2028, 0x2029].includes(code) ||
+          (code >= 0x202a && code <= 0x202e) ||
+          (code >= 0x2066 && code <= 0x2069)
+        );
+      }),
+  });
+
+  test('OSC 52, a screen clear, a C1 CSI, a carriage return and a bidi override become visible escapes', () => {
+    expect(terminalSafe('a\u001b]52;c;ZWNobyBwd25lZA==\u0007b')).toBe(
+      'a\\x1b]52;c;ZWNobyBwd25lZA==\\x07b',
+    );
+    expect(terminalSafe('\u001b[2J\u001b[Hverified')).toBe('\\x1b[2J\\x1b[Hverified');
+    expect(terminalSafe('x\u009b31my')).toBe('x\\x9b31my');
+    expect(terminalSafe('ok\rFAKE')).toBe('ok\\rFAKE');
+    expect(terminalSafe('abc\u202edcb')).toBe('abc\\u202edcb');
+    expect(terminalSafe('one\ntwo\tthree')).toBe('one\\ntwo\\tthree');
+    expect(terminalSafe('one\ntwo\tthree\r', { multiline: true })).toBe('one\ntwo\tthree\\r');
+    expect(terminalSafe('plain ünïcode ✓ 名前')).toBe('plain ünïcode ✓ 名前');
+  });
+
+  test('property: no output ever holds a character the terminal acts on; safe text is unchanged', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        fc.boolean(),
+        (text, multiline) => {
+          const shown = terminalSafe(text, { multiline });
+          expect(acted(multiline).test(shown)).toBe(false);
+          if (!acted(multiline).test(text)) expect(shown).toBe(text);
+        },
+      ),
+    );
   });
 });
