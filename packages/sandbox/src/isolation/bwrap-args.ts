@@ -1,0 +1,106 @@
+import { lstatSync, readlinkSync } from 'node:fs';
+import { dirname, sep } from 'node:path';
+
+/**
+ * What of the host a sandbox sees (docs/sandbox.md, "Confinement"): the system directories
+ * read-only, the pieces of /etc that name resolution, TLS and user lookup need, the node
+ * installation the launcher runs on, and exactly the three folders of the policy.
+ */
+export const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+export const ETC_ENTRIES = [
+  '/etc/alternatives',
+  '/etc/ca-certificates',
+  '/etc/crypto-policies',
+  '/etc/gai.conf',
+  '/etc/group',
+  '/etc/host.conf',
+  '/etc/hosts',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/localtime',
+  '/etc/nsswitch.conf',
+  '/etc/passwd',
+  '/etc/pki',
+  '/etc/resolv.conf',
+  '/etc/ssl',
+];
+
+/** The flags that make every namespace new and the child powerless over its own sandbox. */
+export const NAMESPACE_FLAGS = [
+  '--unshare-all',
+  '--unshare-user',
+  '--disable-userns',
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--new-session',
+  '--hostname',
+  'sandbox',
+] as const;
+
+export type SystemMount =
+  { kind: 'ro-bind'; path: string } | { kind: 'symlink'; path: string; target: string };
+
+/** Looks at the host once: which system dirs exist, and which are merged-/usr symlinks. */
+export function discoverSystemMounts(nodeBinary: string): SystemMount[] {
+  const mounts: SystemMount[] = [];
+  for (const path of [...SYSTEM_DIRS, ...ETC_ENTRIES]) {
+    let stat;
+    try {
+      stat = lstatSync(path);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink() && SYSTEM_DIRS.includes(path))
+      mounts.push({ kind: 'symlink', path, target: readlinkSync(path) });
+    else mounts.push({ kind: 'ro-bind', path });
+  }
+  // A node outside the system dirs (nvm, a tarball in /opt) is bound read-only with its
+  // installation prefix (`<prefix>/bin/node`), and nothing else of its neighbourhood.
+  const covered = SYSTEM_DIRS.some((dir) => nodeBinary.startsWith(dir + sep));
+  if (!covered) mounts.push({ kind: 'ro-bind', path: dirname(dirname(nodeBinary)) });
+  return mounts;
+}
+
+export interface SandboxArgsInput {
+  systemMounts: readonly SystemMount[];
+  packDir: string;
+  workspace: string;
+  workspaceWritable: boolean;
+  engineStateDir: string;
+  /** Host folder bound read-only at `/run/packwarden` (launcher, proxy socket). */
+  runtimeDir: string;
+  /** Host folder bound writable at `/run/packwarden-env` (one-use environment files). */
+  envDir: string;
+  cwd: string;
+}
+
+export const SANDBOX_RUNTIME_DIR = '/run/packwarden';
+export const SANDBOX_ENV_DIR = '/run/packwarden-env';
+
+function depth(path: string): number {
+  return path.split('/').filter(Boolean).length;
+}
+
+/** The bwrap arguments before `--` (pure: the same input, the same sandbox). */
+export function buildSandboxArgs(input: SandboxArgsInput): string[] {
+  const args: string[] = [...NAMESPACE_FLAGS];
+  for (const mount of input.systemMounts) {
+    if (mount.kind === 'symlink') args.push('--symlink', mount.target, mount.path);
+    else args.push('--ro-bind-try', mount.path, mount.path);
+  }
+  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/run');
+  // Deeper paths are mounted later, so a folder nested in another keeps its own mode
+  // (a pack copy inside a writable workspace stays read-only, and the other way round).
+  const policyMounts = [
+    { path: input.packDir, flag: '--ro-bind' },
+    { path: input.workspace, flag: input.workspaceWritable ? '--bind' : '--ro-bind' },
+    { path: input.engineStateDir, flag: '--bind' },
+  ].sort((a, b) => depth(a.path) - depth(b.path));
+  for (const mount of policyMounts) args.push(mount.flag, mount.path, mount.path);
+  args.push('--ro-bind', input.runtimeDir, SANDBOX_RUNTIME_DIR);
+  args.push('--bind', input.envDir, SANDBOX_ENV_DIR);
+  args.push('--chdir', input.cwd);
+  return args;
+}

@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { WrappableCommand } from '@packwarden/engines';
+import { SandboxError } from '../errors.js';
+import { buildSandboxArgs, SANDBOX_ENV_DIR, SANDBOX_RUNTIME_DIR } from './bwrap-args.js';
+import { LAUNCHER_SOURCE, RELAY_PORT } from './launcher.js';
+import { ISOLATION_LIMITS } from './limits.js';
+import { parseAllowedOrigin, type AllowedOrigin } from './origins.js';
+import { probeIsolation, type ProbeOutcome } from './probe.js';
+import { startHostProxy, type HostProxy } from './proxy.js';
+import {
+  GUARANTEE_IDS,
+  type Confinement,
+  type ConfinementPolicy,
+  type CreateConfinementOptions,
+  type GuaranteeStatus,
+} from './types.js';
+
+const MODES = new Set(['required', 'auto', 'off']);
+const FILE_ACCESS = new Set(['read-only', 'workspace-write', 'full']);
+
+function policyError(message: string, cause?: unknown): SandboxError {
+  return new SandboxError('ERR_ISOLATION_POLICY_INVALID', message, { cause });
+}
+
+interface ResolvedPolicy {
+  packDir: string;
+  workspace: string;
+  engineStateDir: string;
+  workspaceWritable: boolean;
+  allowed: AllowedOrigin[];
+}
+
+async function resolveFolder(label: string, path: unknown): Promise<string> {
+  if (typeof path !== 'string' || !path.startsWith('/'))
+    throw policyError(`${label} must be an absolute path`);
+  let real: string;
+  try {
+    real = await realpath(path);
+    if (!(await stat(real)).isDirectory()) throw new Error('not a folder');
+  } catch (error) {
+    throw policyError(`${label} ${path} is not a usable folder`, error);
+  }
+  // Binding `/` would show the whole host: the guarantee `fs-read` would mean nothing.
+  if (real === '/') throw policyError(`${label} cannot be the root folder`);
+  return real;
+}
+
+async function resolvePolicy(policy: ConfinementPolicy): Promise<ResolvedPolicy> {
+  if (typeof policy !== 'object' || policy === null) throw policyError('policy must be an object');
+  if (!FILE_ACCESS.has(policy.fileAccess))
+    throw policyError(`fileAccess must be read-only, workspace-write or full`);
+  if (
+    !Array.isArray(policy.allowOrigins) ||
+    policy.allowOrigins.length > ISOLATION_LIMITS.maxAllowOrigins
+  )
+    throw policyError(
+      `allowOrigins must be a list of at most ${ISOLATION_LIMITS.maxAllowOrigins} origins`,
+    );
+  const allowed = policy.allowOrigins.map((entry) => parseAllowedOrigin(entry));
+  const packDir = await resolveFolder('packDir', policy.packDir);
+  const workspace = await resolveFolder('workspace', policy.workspace);
+  const engineStateDir = await resolveFolder('engineStateDir', policy.engineStateDir);
+  // The same folder bound twice takes the later mode: a pack that is its own workspace would
+  // become writable. Nesting is fine (the deeper mount keeps its own mode).
+  if (packDir === workspace || packDir === engineStateDir)
+    throw policyError('packDir must differ from the workspace and the engine state folder');
+  return {
+    packDir,
+    workspace,
+    engineStateDir,
+    workspaceWritable: policy.fileAccess !== 'read-only',
+    allowed,
+  };
+}
+
+function statuses(outcome: ProbeOutcome): GuaranteeStatus[] {
+  if (outcome.level === 'none')
+    return GUARANTEE_IDS.map((id) => ({ id, status: 'unavailable', reason: outcome.reason }));
+  return GUARANTEE_IDS.map((id) =>
+    id !== 'network'
+      ? { id, status: 'enforced', by: 'bubblewrap' }
+      : outcome.level === 'full'
+        ? { id, status: 'enforced', by: 'bubblewrap + host proxy' }
+        : { id, status: 'unavailable', reason: outcome.networkReason },
+  );
+}
+
+function offConfinement(mode: 'off' | 'auto', guarantees: GuaranteeStatus[]): Confinement {
+  return {
+    mode,
+    guarantees,
+    wrap: (command) => command,
+    proxyEvents: [],
+    allowModelOrigin: () => {},
+    close: async () => {},
+  };
+}
+
+/**
+ * Confines pack code on Linux with bubblewrap and a host-side HTTP(S) proxy
+ * (docs/sandbox.md, "Confinement"; API in packages/sandbox/README.md). Probes first, so that
+ * `required` refuses before any pack code runs.
+ */
+export async function createConfinement(
+  policy: ConfinementPolicy,
+  options: CreateConfinementOptions,
+): Promise<Confinement> {
+  const mode = options?.mode;
+  if (!MODES.has(mode)) throw policyError('mode must be required, auto or off');
+  if (mode === 'off')
+    return offConfinement(
+      'off',
+      GUARANTEE_IDS.map((id) => ({ id, status: 'unavailable', reason: 'isolation is off' })),
+    );
+  const resolved = await resolvePolicy(policy);
+  const outcome = await probeIsolation(options);
+  const guarantees = statuses(outcome);
+  const missing = guarantees.filter((g) => g.status === 'unavailable');
+  if (mode === 'required' && missing.length > 0)
+    throw new SandboxError(
+      'ERR_ISOLATION_UNAVAILABLE',
+      `isolation is required but ${missing.map((g) => g.id).join(', ')} cannot be enforced: ` +
+        `${missing[0]!.reason}`,
+    );
+  if (outcome.level === 'none') return offConfinement('auto', guarantees);
+  return startConfinement(mode, resolved, outcome, guarantees, options);
+}
+
+async function startConfinement(
+  mode: 'required' | 'auto',
+  policy: ResolvedPolicy,
+  outcome: Exclude<ProbeOutcome, { level: 'none' }>,
+  guarantees: GuaranteeStatus[],
+  options: CreateConfinementOptions,
+): Promise<Confinement> {
+  let runtimeDir: string;
+  try {
+    runtimeDir = await mkdtemp(join(options.runtimeParent ?? tmpdir(), 'pw-confine-'));
+  } catch (error) {
+    throw new SandboxError('ERR_ISOLATION_SETUP', 'cannot create the confinement folder', {
+      cause: error,
+    });
+  }
+  const envDir = join(runtimeDir, 'env');
+  const hostRuntime = join(runtimeDir, 'run');
+  let proxy: HostProxy | undefined;
+  let modelOrigin: AllowedOrigin | undefined;
+  try {
+    await mkdir(envDir, { mode: 0o700 });
+    await mkdir(hostRuntime, { mode: 0o700 });
+    await writeFile(join(hostRuntime, 'launch.mjs'), LAUNCHER_SOURCE, { mode: 0o400 });
+    if (outcome.level === 'full')
+      proxy = await startHostProxy(join(hostRuntime, 'proxy.sock'), {
+        allowed: () => (modelOrigin ? [...policy.allowed, modelOrigin] : policy.allowed),
+        ...(options.now ? { now: options.now } : {}),
+      });
+  } catch (error) {
+    await rm(runtimeDir, { recursive: true, force: true });
+    throw new SandboxError('ERR_ISOLATION_SETUP', 'cannot start the confinement proxy', {
+      cause: error,
+    });
+  }
+
+  let closed = false;
+  const proxyUrl = `http://127.0.0.1:${RELAY_PORT}`;
+  const wrap = (command: WrappableCommand): WrappableCommand => {
+    if (closed) throw new SandboxError('ERR_ISOLATION_CLOSED', 'this confinement is closed');
+    const env: Record<string, string> = { ...command.env };
+    if (proxy)
+      for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'])
+        env[name] = proxyUrl;
+    const envName = `${randomUUID()}.json`;
+    // Synchronous because the wrapper is: the file exists before the command can start.
+    writeFileSync(join(envDir, envName), JSON.stringify(env), { mode: 0o600, flag: 'wx' });
+    const args = buildSandboxArgs({
+      systemMounts: outcome.systemMounts,
+      packDir: policy.packDir,
+      workspace: policy.workspace,
+      workspaceWritable: policy.workspaceWritable,
+      engineStateDir: policy.engineStateDir,
+      runtimeDir: hostRuntime,
+      envDir,
+      cwd: command.cwd,
+    });
+    return {
+      file: outcome.bwrapPath,
+      args: [
+        ...args,
+        '--',
+        outcome.nodeBinary,
+        `${SANDBOX_RUNTIME_DIR}/launch.mjs`,
+        `${SANDBOX_ENV_DIR}/${envName}`,
+        `${SANDBOX_RUNTIME_DIR}/proxy.sock`,
+        proxy ? String(RELAY_PORT) : '0',
+        command.file,
+        ...command.args,
+      ],
+      cwd: command.cwd,
+      // bwrap runs on the host: it gets no variable the pack could influence (LD_PRELOAD…).
+      env: {},
+    };
+  };
+  return {
+    mode,
+    guarantees,
+    wrap,
+    proxyEvents: proxy ? proxy.events : [],
+    allowModelOrigin(origin: string) {
+      let parsed: URL;
+      try {
+        parsed = new URL(origin);
+      } catch (error) {
+        throw policyError('the model origin is not a URL', error);
+      }
+      modelOrigin = parseAllowedOrigin(parsed.origin);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await proxy?.close();
+      await rm(runtimeDir, { recursive: true, force: true });
+    },
+  };
+}

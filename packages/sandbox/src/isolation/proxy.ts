@@ -1,0 +1,282 @@
+import { lookup } from 'node:dns/promises';
+import { chmod } from 'node:fs/promises';
+import { connect as connectTcp, createServer, isIP, type Server, type Socket } from 'node:net';
+import { ISOLATION_LIMITS } from './limits.js';
+import {
+  formatTarget,
+  isAllowedTarget,
+  normaliseHost,
+  parseAuthority,
+  type AllowedOrigin,
+  type ProxyTarget,
+} from './origins.js';
+
+/**
+ * The host side of the `network` guarantee (docs/sandbox.md, "Confinement"): confined code has
+ * no route out of its network namespace except a unix socket bound into it, and this proxy
+ * behind that socket decides, per connection, whether the destination is an allowed origin.
+ * It speaks the two forms HTTP clients use through `HTTP(S)_PROXY`: `CONNECT host:port` (a
+ * tunnel, for TLS) and an absolute-form plain-HTTP request (`GET http://host:port/path`).
+ * Everything else is refused; nothing is cached; one upstream connection per client connection.
+ */
+
+export interface ProxyEvent {
+  /** Milliseconds since the epoch (the injected clock). */
+  at: number;
+  /** `connect://host:port` or `http://host:port`, or the raw first line when malformed. */
+  target: string;
+  verdict: 'allowed' | 'denied' | 'malformed' | 'failed';
+  reason?: string;
+}
+
+export interface HostProxyOptions {
+  /** The origins admitted now; read for every new connection, so changes apply to the next one. */
+  allowed: () => Iterable<AllowedOrigin>;
+  /** Clock for the event log. Default `Date.now`. */
+  now?: () => number;
+}
+
+export interface HostProxy {
+  readonly socketPath: string;
+  /** The most recent decisions, oldest first (bounded by `ISOLATION_LIMITS.proxyLogEntries`). */
+  readonly events: readonly ProxyEvent[];
+  close(): Promise<void>;
+}
+
+const REQUEST_LINE = /^([A-Z]{1,20}) ([\x21-\x7e]{1,8192}) HTTP\/1\.[01]$/;
+const HEADER_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*$/;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization']);
+
+function reply(client: Socket, status: string, message: string): void {
+  const body = `packwarden proxy: ${message}\n`;
+  client.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+function isLocalAddress(address: string): boolean {
+  const a = address.toLowerCase();
+  return (
+    a.startsWith('127.') ||
+    a === '0.0.0.0' ||
+    a.startsWith('169.254.') ||
+    a === '::' ||
+    a === '::1' ||
+    a.startsWith('fe80:') ||
+    a.startsWith('::ffff:127.') ||
+    a.startsWith('::ffff:0.0.0.0')
+  );
+}
+
+/**
+ * The address to dial. A name is resolved once here and that address is dialled, so the name
+ * cannot resolve differently between the check and the connect; a name that resolves to the
+ * host's own loopback is refused (an allowed public name must not become a door to local
+ * services). An IP literal or `localhost` in the allow list means the operator chose it.
+ */
+async function resolveTarget(host: string): Promise<{ address: string } | { refused: string }> {
+  if (isIP(host) !== 0 || host === 'localhost') return { address: host };
+  let results: { address: string }[];
+  try {
+    results = await lookup(host, { all: true, verbatim: true });
+  } catch (error) {
+    return {
+      refused: `cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+    };
+  }
+  const first = results[0];
+  if (!first) return { refused: `cannot resolve ${host}` };
+  if (results.some((r) => isLocalAddress(r.address)))
+    return { refused: `${host} resolves to a local address` };
+  return { address: first.address };
+}
+
+interface ParsedHead {
+  target: ProxyTarget;
+  /** The head to send upstream (plain HTTP only), already rewritten to origin form. */
+  upstreamHead?: string;
+}
+
+function parseHead(head: string): ParsedHead | { malformed: string } {
+  const lines = head.split('\r\n');
+  const match = REQUEST_LINE.exec(lines[0] ?? '');
+  if (!match) return { malformed: 'bad request line' };
+  const headers = lines.slice(1);
+  if (!headers.every((line) => HEADER_LINE.test(line))) return { malformed: 'bad header line' };
+  const [, method, target] = match as unknown as [string, string, string];
+  if (method === 'CONNECT') {
+    const authority = parseAuthority(target);
+    if (!authority) return { malformed: 'CONNECT needs host:port' };
+    return { target: { scheme: 'tunnel', ...authority } };
+  }
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return { malformed: 'a proxied request needs an absolute http:// URL' };
+  }
+  if (url.protocol !== 'http:')
+    return { malformed: 'only http:// is forwarded; use CONNECT for https' };
+  if (url.username !== '' || url.password !== '') return { malformed: 'credentials in the URL' };
+  if (url.hostname === '') return { malformed: 'no host' };
+  const authority = {
+    host: normaliseHost(url.hostname),
+    port: url.port === '' ? 80 : Number(url.port),
+  };
+  const kept = headers.filter(
+    (line) => !HOP_BY_HOP.has(line.slice(0, line.indexOf(':')).toLowerCase()),
+  );
+  const upstreamHead =
+    `${method} ${url.pathname}${url.search} HTTP/1.1\r\n` +
+    [...kept, 'Connection: close'].map((line) => `${line}\r\n`).join('') +
+    '\r\n';
+  return { target: { scheme: 'http', ...authority }, upstreamHead };
+}
+
+function handleConnection(
+  client: Socket,
+  options: Required<HostProxyOptions>,
+  record: (event: Omit<ProxyEvent, 'at'>) => void,
+): void {
+  let buffered = Buffer.alloc(0);
+  client.on('error', () => client.destroy());
+  const headTimer = setTimeout(() => {
+    record({ target: '', verdict: 'malformed', reason: 'request head timed out' });
+    client.destroy();
+  }, ISOLATION_LIMITS.requestHeadTimeoutMs);
+  headTimer.unref();
+
+  const onData = (chunk: Buffer): void => {
+    buffered = Buffer.concat([buffered, chunk]);
+    const end = buffered.indexOf('\r\n\r\n');
+    if (end === -1) {
+      if (buffered.length > ISOLATION_LIMITS.maxRequestHeadBytes) {
+        client.off('data', onData);
+        clearTimeout(headTimer);
+        record({ target: '', verdict: 'malformed', reason: 'request head too large' });
+        reply(client, '431 Request Header Fields Too Large', 'request head too large');
+      }
+      return;
+    }
+    client.off('data', onData);
+    client.pause();
+    clearTimeout(headTimer);
+    if (end > ISOLATION_LIMITS.maxRequestHeadBytes) {
+      record({ target: '', verdict: 'malformed', reason: 'request head too large' });
+      reply(client, '431 Request Header Fields Too Large', 'request head too large');
+      return;
+    }
+    const head = buffered.subarray(0, end).toString('latin1');
+    const rest = buffered.subarray(end + 4);
+    void forward(client, head, rest, options, record);
+  };
+  client.on('data', onData);
+}
+
+async function forward(
+  client: Socket,
+  head: string,
+  rest: Buffer,
+  options: Required<HostProxyOptions>,
+  record: (event: Omit<ProxyEvent, 'at'>) => void,
+): Promise<void> {
+  const parsed = parseHead(head);
+  if ('malformed' in parsed) {
+    record({
+      target: head.slice(0, 200).split('\r\n')[0] ?? '',
+      verdict: 'malformed',
+      reason: parsed.malformed,
+    });
+    reply(client, '400 Bad Request', parsed.malformed);
+    return;
+  }
+  const target = formatTarget(parsed.target);
+  if (!isAllowedTarget(parsed.target, options.allowed())) {
+    record({ target, verdict: 'denied', reason: 'origin not allowed' });
+    reply(client, '403 Forbidden', `${target} is not an allowed origin`);
+    return;
+  }
+  const resolved = await resolveTarget(parsed.target.host);
+  if ('refused' in resolved) {
+    record({ target, verdict: 'denied', reason: resolved.refused });
+    reply(client, '403 Forbidden', resolved.refused);
+    return;
+  }
+  if (client.destroyed) return;
+  const upstream = connectTcp({ host: resolved.address, port: parsed.target.port });
+  const connectTimer = setTimeout(
+    () => upstream.destroy(new Error('upstream connect timed out')),
+    ISOLATION_LIMITS.upstreamConnectTimeoutMs,
+  );
+  connectTimer.unref();
+  let established = false;
+  upstream.on('error', (error) => {
+    clearTimeout(connectTimer);
+    if (established || client.destroyed) {
+      client.destroy();
+      return;
+    }
+    record({ target, verdict: 'failed', reason: error.message });
+    reply(client, '502 Bad Gateway', `cannot reach ${target}`);
+  });
+  client.on('close', () => upstream.destroy());
+  upstream.on('close', () => {
+    if (established) client.end();
+  });
+  upstream.once('connect', () => {
+    established = true;
+    clearTimeout(connectTimer);
+    record({ target, verdict: 'allowed' });
+    for (const socket of [client, upstream]) {
+      socket.setTimeout(ISOLATION_LIMITS.idleTimeoutMs, () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    if (parsed.upstreamHead === undefined)
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    else upstream.write(parsed.upstreamHead, 'latin1');
+    if (rest.length > 0) upstream.write(rest);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.resume();
+  });
+}
+
+/** Starts the proxy on a unix socket at `socketPath` (mode 0600: only its owner may connect). */
+export async function startHostProxy(
+  socketPath: string,
+  options: HostProxyOptions,
+): Promise<HostProxy> {
+  const settled: Required<HostProxyOptions> = { now: Date.now, ...options };
+  const events: ProxyEvent[] = [];
+  const record = (event: Omit<ProxyEvent, 'at'>): void => {
+    events.push({ at: settled.now(), ...event });
+    if (events.length > ISOLATION_LIMITS.proxyLogEntries) events.shift();
+  };
+  const sockets = new Set<Socket>();
+  const server: Server = createServer({ pauseOnConnect: false }, (client) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    handleConnection(client, settled, record);
+  });
+  server.maxConnections = ISOLATION_LIMITS.maxConnections;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  await chmod(socketPath, 0o600);
+  return {
+    socketPath,
+    events,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

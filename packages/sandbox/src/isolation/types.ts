@@ -1,0 +1,63 @@
+import type { CommandWrapper } from '@packwarden/engines';
+import type { ProxyEvent } from './proxy.js';
+
+export type IsolationMode = 'required' | 'auto' | 'off';
+export type GuaranteeId = 'fs-read' | 'fs-write' | 'network' | 'processes';
+export const GUARANTEE_IDS: readonly GuaranteeId[] = Object.freeze([
+  'fs-read',
+  'fs-write',
+  'network',
+  'processes',
+]);
+
+export interface GuaranteeStatus {
+  id: GuaranteeId;
+  status: 'enforced' | 'unavailable';
+  /** What enforces it (`bubblewrap`, `bubblewrap + host proxy`). */
+  by?: string;
+  /** Why it is unavailable. */
+  reason?: string;
+}
+
+export interface ConfinementPolicy {
+  /** The (verified) pack copy: visible read-only. */
+  packDir: string;
+  /** Writable when `fileAccess` allows, else read-only. */
+  workspace: string;
+  /** The engine's own writable state (HOME, TMPDIR, caches of the child). */
+  engineStateDir: string;
+  /** `full` is treated as `workspace-write`: under confinement nothing outside is writable. */
+  fileAccess: 'read-only' | 'workspace-write' | 'full';
+  /** `spec.permissions.network.allow` from the verified `agent.yaml`. */
+  allowOrigins: readonly string[];
+}
+
+export interface Confinement {
+  readonly mode: IsolationMode;
+  /** What is enforced and what is not, for the caller's one warning. */
+  readonly guarantees: readonly GuaranteeStatus[];
+  /** Rewrites every engine child into its confined form. Throws `ERR_ISOLATION_CLOSED` after `close()`. */
+  readonly wrap: CommandWrapper;
+  /** The host proxy's recent decisions (host-side evidence; empty without a proxy). */
+  readonly proxyEvents: readonly ProxyEvent[];
+  /** The run frame's `baseUrl` origin, per turn: replaces the previous model origin. */
+  allowModelOrigin(origin: string): void;
+  /** Stops the proxy and removes the temporary files. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface CreateConfinementOptions {
+  mode: IsolationMode;
+  /** The bubblewrap binary. Default: `bwrap` on `PATH` of `env`. */
+  bwrapPath?: string;
+  /** Where `PATH` is read. Default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** The node binary the in-sandbox launcher runs on. Default `process.execPath`. */
+  nodeBinary?: string;
+  /** Where the private runtime folder (proxy socket, launcher) is created. Default `os.tmpdir()`. */
+  runtimeParent?: string;
+  /** Clock of the proxy log. Default `Date.now`. */
+  now?: () => number;
+  /** Platform seam. Default `process.platform`. */
+  platform?: NodeJS.Platform;
+}
