@@ -1,20 +1,58 @@
 #!/usr/bin/env bash
 # The script behind action.yml: installs packwarden (unless PACKWARDEN_BIN names one), runs
-# `packwarden pack verify --all` with the trust root from the inputs, and reports to GitHub:
-# one log line per pack, an error annotation per refusal, a job summary table and step outputs.
-# Exits with packwarden's exit code. Runs anywhere with bash and Node.js (tested locally).
+# `packwarden pack verify --all` with the trust root from the inputs, and hands the JSON report to
+# report.mjs, which prints one log line per pack, an annotation per refusal, a job summary table
+# and the step outputs. Exits with packwarden's exit code. Runs anywhere with bash, Node.js and
+# npm (tested locally, see apps/cli/test/action.test.ts).
+#
+# Nothing from a pack reaches the log unescaped: packwarden's stdout is the JSON report (read by
+# report.mjs, never printed), its stderr is printed by report.mjs escaped line by line, and the
+# only values this script echoes itself are checked inputs (README "GitHub Action").
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 packs_dir=${INPUT_PACKS_DIR:-.}
 work=${RUNNER_TEMP:-$(mktemp -d)}
 report="$work/packwarden-verify.json"
+stderr_log="$work/packwarden-verify.stderr"
+
+# The runner's own escaping for the data of a workflow command: an input echoed in an error must
+# not end the line and start a command of its own.
+command_data() {
+  local value=${1//%/%25}
+  value=${value//$'\r'/%0D}
+  value=${value//$'\n'/%0A}
+  printf '%s' "$value"
+}
+
+fail_usage() {
+  echo "::error title=packwarden::$(command_data "$1")"
+  exit 2
+}
 
 if [ -n "${PACKWARDEN_BIN:-}" ]; then
   read -r -a packwarden <<<"$PACKWARDEN_BIN"
 else
-  version=${INPUT_PACKWARDEN_VERSION:-latest}
-  echo "Installing packwarden@$version"
-  npm install --no-save --no-audit --no-fund --prefix "$work/packwarden" "packwarden@$version" >&2
+  # The default is the packwarden release this action was tagged with: the version in the CLI's
+  # package.json of the action's own checkout ($GITHUB_ACTION_PATH is the repository at the tag
+  # the workflow names). Never a dist-tag such as `latest`: the code that runs must be the code
+  # that was reviewed with this action.
+  version=${INPUT_PACKWARDEN_VERSION:-}
+  if [ -z "$version" ]; then
+    manifest="$here/../apps/cli/package.json"
+    [ -f "$manifest" ] || fail_usage "cannot find the CLI's package.json next to the action ($manifest): set packwarden-version"
+    version=$(node -p 'require(process.argv[1]).version' "$manifest")
+  fi
+  # An exact version only: no ranges, tags, URLs, git or file specs npm would also accept.
+  if ! [[ "$version" =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]]; then
+    fail_usage "packwarden-version must be an exact version such as 1.2.3, not '$version'"
+  fi
+  echo "Installing packwarden@$version (install scripts disabled)"
+  # --ignore-scripts: no lifecycle script of packwarden or of anything it pulls in runs.
+  npm install --no-save --no-audit --no-fund --ignore-scripts --no-package-lock \
+    --prefix "$work/packwarden" "packwarden@$version" >&2
+  installed=$(node -p 'require(process.argv[1]).version' "$work/packwarden/node_modules/packwarden/package.json")
+  [ "$installed" = "$version" ] || fail_usage "npm installed packwarden $installed, not $version"
   packwarden=("$work/packwarden/node_modules/.bin/packwarden")
 fi
 
@@ -31,49 +69,15 @@ fi
 case "${INPUT_REQUIRE_SIGNED:-true}" in
   true | TRUE | True | 1 | yes) args+=(--require-signed) ;;
   false | FALSE | False | 0 | no | '') ;;
-  *) echo "::error title=packwarden::require-signed must be true or false, not '${INPUT_REQUIRE_SIGNED}'"; exit 2 ;;
+  *) fail_usage "require-signed must be true or false, not '${INPUT_REQUIRE_SIGNED}'" ;;
 esac
 
 status=0
-"${packwarden[@]}" "${args[@]}" >"$report" || status=$?
+"${packwarden[@]}" "${args[@]}" >"$report" 2>"$stderr_log" || status=$?
 
-# A usage or configuration error prints no report: surface stderr (already shown) and stop.
-if [ ! -s "$report" ]; then
-  echo "::error title=packwarden verify failed::packwarden exited $status without a report (see the log above)"
-  exit "$status"
-fi
+report_status=0
+node "$here/report.mjs" "$report" "$stderr_log" || report_status=$?
 
-node - "$report" <<'NODE'
-const fs = require('node:fs');
-const report = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-// Workflow commands: escape what GitHub would otherwise interpret (%, CR, LF; and , : in properties).
-const data = (s) => String(s).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
-const prop = (s) => data(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
-const md = (s) => String(s).replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
-const rows = [];
-for (const pack of report.packs) {
-  const r = pack.result;
-  const id = r.pack ? `${r.pack}@${r.packVersion}` : pack.relativeDir;
-  const detail = pack.refusal ? `${pack.refusal.title}${pack.refusal.detail ? `: ${pack.refusal.detail}` : ''}` : `signed by ${r.kid}`;
-  console.log(`${pack.kind.padEnd(22)} ${id}  ${detail}`);
-  if (pack.failed) {
-    console.log(`::error file=${prop(`${pack.relativeDir}/pack.sig`)},title=${prop(`${pack.kind}: ${id}`)}::${data(`${detail}\nFix: ${pack.refusal?.fix ?? ''}`)}`);
-  } else if (pack.kind === 'unsigned') {
-    console.log(`::warning file=${prop(`${pack.relativeDir}/agent.yaml`)},title=${prop(`unsigned: ${id}`)}::${data('this pack has no pack.sig')}`);
-  }
-  rows.push(`| ${pack.failed ? '❌' : pack.kind === 'verified' ? '✅' : '⚠️'} ${pack.kind} | ${md(id)} | \`${md(pack.relativeDir)}\` | ${md(detail)} |`);
-}
-const { verified, unsigned, failed } = report.summary;
-console.log(`verified ${verified}, unsigned ${unsigned}, failed ${failed}`);
-if (process.env.GITHUB_STEP_SUMMARY) {
-  fs.appendFileSync(
-    process.env.GITHUB_STEP_SUMMARY,
-    [`### packwarden: verified ${verified}, unsigned ${unsigned}, failed ${failed}`, '', '| result | pack | folder | detail |', '|---|---|---|---|', ...rows, ''].join('\n') + '\n',
-  );
-}
-if (process.env.GITHUB_OUTPUT) {
-  fs.appendFileSync(process.env.GITHUB_OUTPUT, `verified=${verified}\nunsigned=${unsigned}\nfailed=${failed}\nreport=${process.argv[2]}\n`);
-}
-NODE
-
-exit "$status"
+# packwarden's own code wins; a report that could not be read fails the step even after exit 0.
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+exit "$report_status"

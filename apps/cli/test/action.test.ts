@@ -84,7 +84,8 @@ describe('the GitHub Action', () => {
     expect(result.stdout).toMatch(
       /^::error file=.*tampered\/pack\.sig,title=invalid%3A hello-pack@0\.1\.0::.*AGENTS\.md/m,
     );
-    expect(result.stdout).toMatch(/^::error file=.*unsigned\/pack\.sig,title=unsigned/m);
+    // An unsigned pack has no pack.sig: the annotation points at its agent.yaml.
+    expect(result.stdout).toMatch(/^::error file=.*unsigned\/agent\.yaml,title=unsigned/m);
     expect(result.output).toContain('verified=1\nunsigned=1\nfailed=2\n');
     const lenient = runAction(dir, {
       INPUT_PACKS_DIR: fleet,
@@ -106,5 +107,164 @@ describe('the GitHub Action', () => {
     expect(result.stdout).toContain(
       '::error title=packwarden::require-signed must be true or false',
     );
+    // The bad value is echoed inside the command's data, escaped: it cannot start a command.
+    const injected = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_REQUIRE_SIGNED: 'x\n::add-mask::secret',
+    });
+    expect(injected.status).toBe(2);
+    expect(runnerCommands(injected.stdout + injected.stderr)).toEqual([
+      {
+        command: 'error',
+        properties: { title: 'packwarden' },
+        data: "require-signed must be true or false, not 'x\n::add-mask::secret'",
+      },
+    ]);
   });
 });
+
+// The GitHub runner's reading of a step's output (actions/runner, ActionCommand.cs and
+// ActionCommandManager.cs), replayed: lines end at CR or LF; `::name props::data` counts at the
+// start of a line after leading whitespace, the legacy `##[name props]data` anywhere in a line;
+// only registered command names count.
+const REGISTERED = new Set(
+  'set-env set-output save-state add-mask add-path add-matcher remove-matcher debug warning error notice group endgroup echo stop-commands'.split(
+    ' ',
+  ),
+);
+interface WorkflowCommand {
+  command: string;
+  properties: Record<string, string>;
+  data: string;
+}
+const unescapeData = (s: string) =>
+  s.replaceAll('%0D', '\r').replaceAll('%0A', '\n').replaceAll('%25', '%');
+const unescapeProperty = (s: string) =>
+  s
+    .replaceAll('%0D', '\r')
+    .replaceAll('%0A', '\n')
+    .replaceAll('%3A', ':')
+    .replaceAll('%2C', ',')
+    .replaceAll('%25', '%');
+
+function parseCommand(
+  info: string,
+  data: string,
+  separator: string,
+  unescape: (s: string) => string,
+) {
+  const space = info.indexOf(' ');
+  const command = space < 0 ? info : info.slice(0, space);
+  if (!REGISTERED.has(command)) return undefined;
+  const properties: Record<string, string> = {};
+  if (space > 0) {
+    for (const pair of info.slice(space + 1).split(separator)) {
+      const eq = pair.indexOf('=');
+      if (eq > 0) properties[pair.slice(0, eq)] = unescape(pair.slice(eq + 1));
+    }
+  }
+  return { command, properties, data };
+}
+
+function runnerCommands(log: string): WorkflowCommand[] {
+  const commands: WorkflowCommand[] = [];
+  for (const raw of log.split(/\r\n|\r|\n/)) {
+    const line = raw.trimStart();
+    let command: WorkflowCommand | undefined;
+    const end = line.startsWith('::') ? line.indexOf('::', 2) : -1;
+    if (end >= 0)
+      command = parseCommand(
+        line.slice(2, end),
+        unescapeData(line.slice(end + 2)),
+        ',',
+        unescapeProperty,
+      );
+    if (!command) {
+      const at = raw.indexOf('##[');
+      const close = at < 0 ? -1 : raw.indexOf(']', at);
+      if (close >= 0)
+        command = parseCommand(
+          raw.slice(at + 3, close),
+          unescapeData(raw.slice(close + 1)),
+          ';',
+          unescapeData,
+        );
+    }
+    if (command) commands.push(command);
+  }
+  return commands;
+}
+
+describe('the GitHub Action against hostile folder names (workflow-command injection)', () => {
+  const hostileNames = [
+    'evil\n::add-mask::ghp_secret\n::error title=pwned::owned',
+    'cr\r::warning file=x::fake\r  ::notice::indented',
+    'legacy ##[add-mask]ghp_v1 ##[stop-commands]tok',
+    'pre-escaped %0A::error::x %25 %3A',
+    'bidi \u202e and \u001b]52;c;ZXZpbA==\u0007 [x]',
+  ];
+
+  test('every value is escaped: the runner sees only the action’s own annotations, with the exact names', async () => {
+    const { dir, fleet, keysFile } = await fleetWithKey();
+    for (const name of hostileNames)
+      cpSync(copyOfExample(), join(fleet, name), { recursive: true });
+    const result = runAction(dir, { INPUT_PACKS_DIR: fleet, INPUT_KEYS: keysFile });
+    expect(result.status, result.stderr).toBe(3);
+    const log = result.stdout + result.stderr;
+    const commands = runnerCommands(log);
+    // One error annotation per hostile (unsigned) pack, nothing else: no add-mask, no
+    // stop-commands, no injected error, warning or notice.
+    expect(commands).toHaveLength(hostileNames.length);
+    const relative = (name: string) => `packs/${name}`;
+    const expected = [...hostileNames].sort().map((name) => ({
+      command: 'error',
+      properties: {
+        file: `${shown(relative(name))}/agent.yaml`,
+        title: `unsigned: ${shown(relative(name))}`,
+      },
+      data: expect.stringContaining('Fix: '),
+    }));
+    expect(
+      [...commands].sort((a, b) => (a.properties.file! < b.properties.file! ? -1 : 1)),
+    ).toEqual(expected.sort((a, b) => (a.properties.file < b.properties.file ? -1 : 1)));
+    // No line starts (after whitespace) with `::` except the action's own commands.
+    const lines = log.split(/\r\n|\r|\n/);
+    for (const line of lines.filter((l) => l.trimStart().startsWith('::')))
+      expect(line).toMatch(/^::error file=packs\//);
+    // The plain log line names each folder, %-escaped and decodable, never raw.
+    for (const name of hostileNames) {
+      const shown = lines.find((line) => line.includes(`(folder ${encodeForLog(relative(name))})`));
+      expect(shown, name).toBeDefined();
+      expect(shown!.startsWith('unsigned ')).toBe(true);
+      expect(decodeURIComponent(encodeForLog(relative(name)))).toBe(relative(name));
+    }
+    // Nothing a terminal or log viewer acts on reaches the log, in plain lines or annotations.
+    expect(UNSAFE.test(log)).toBe(false);
+    // The job summary keeps every name inside its table cell.
+    for (const row of result.summary.split('\n').filter((l) => l.startsWith('| ❌')))
+      expect(row.split('|')).toHaveLength(6);
+  });
+});
+
+// C0 (but CR, LF), DEL, C1, bidi controls and Unicode line separators.
+const UNSAFE = new RegExp(
+  // eslint-disable-next-line no-control-regex -- the list of control characters to neutralise
+  '[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]',
+);
+
+/** Annotations show controls as visible escapes (action/report.mjs). */
+const shown = (value: string) =>
+  value.replace(
+    new RegExp(UNSAFE.source, 'g'),
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+
+/** The log escaping documented in action/report.mjs (README "GitHub Action"). */
+function encodeForLog(value: string): string {
+  return value
+    .replace(/%/g, '%25')
+    .replace(/\r/g, '%0D')
+    .replace(/\n/g, '%0A')
+    .replace(new RegExp(UNSAFE.source, 'g'), (c) => encodeURIComponent(c))
+    .replace(/\[/g, '%5B');
+}
