@@ -8,6 +8,10 @@
  * - `ERR_DUPLICATE_RUN`: the client already has a run with this `runId`.
  * - `ERR_RUN_ENDED`: the reason of an engine's abort signal once its run is cancelled or stopped.
  * - `ERR_SPAWN`: a host child process could not be started.
+ * - `ERR_TOO_MANY_SECRETS`: `SecretSet.pin` was given more than `MAX_RUN_SECRETS` secret values.
+ * - `ERR_SOCKET_IN_USE`: `serveRunnerSocket`'s path answers connections: another host serves it.
+ * - `ERR_SOCKET_PATH`: `serveRunnerSocket`'s path exists and is not a socket, or cannot be
+ *   probed, bound or linked (permissions, a missing folder, a path too long for a socket).
  */
 export type RunnerHostErrorCode =
   | 'ERR_INVALID_OPTIONS'
@@ -16,7 +20,10 @@ export type RunnerHostErrorCode =
   | 'ERR_HANDSHAKE'
   | 'ERR_DUPLICATE_RUN'
   | 'ERR_RUN_ENDED'
-  | 'ERR_SPAWN';
+  | 'ERR_SPAWN'
+  | 'ERR_TOO_MANY_SECRETS'
+  | 'ERR_SOCKET_IN_USE'
+  | 'ERR_SOCKET_PATH';
 
 /** The one error class of `@packwarden/runner-host`; branch on `code`, never on `message`. */
 export class RunnerHostError extends Error {

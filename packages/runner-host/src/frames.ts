@@ -31,6 +31,7 @@ export const WIRE_ERROR_CODES = [
   'question_auto_declined',
   'question_limit',
   'host_lost',
+  'too_many_secrets',
 ] as const;
 
 export const capabilitiesSchema = z.object({

@@ -24,7 +24,7 @@ import {
   type RunFrame,
   type WireError,
 } from './frames.js';
-import { DeltaRedactor, SecretSet } from './redactor.js';
+import { DeltaRedactor, MAX_RUN_SECRETS, SecretSet, StreamScrubber } from './redactor.js';
 
 /** A diagnostic from the host, already scrubbed of secrets. */
 export interface RunnerHostLogEntry {
@@ -90,6 +90,12 @@ export interface RunnerHostOptions<TRuntime = unknown> {
   /** Receives the host's diagnostics (also sent as `log` frames), scrubbed of secrets. */
   logger?: (entry: RunnerHostLogEntry) => void;
   timers?: HostTimers;
+  /**
+   * Where the host learns the secrets of each run (pinned while the run lives, see the README's
+   * "Secrets"). Share one set with whatever else must scrub them (the process's stderr); by
+   * default each host has its own.
+   */
+  secrets?: SecretSet;
 }
 
 /** How a host stopped. */
@@ -133,6 +139,11 @@ interface ActiveRun {
   nativeSessionId: string | undefined;
   text: DeltaRedactor;
   thinking: DeltaRedactor;
+  /** The engine's `log` messages, a stream a driver may join like the deltas. */
+  logs: StreamScrubber;
+  logLevel: LogLevel;
+  /** Unpins the run's secrets (they stay remembered). */
+  releaseSecrets: () => void;
   questions: Set<PendingQuestion>;
   finished: Promise<void>;
   markFinished: () => void;
@@ -194,6 +205,19 @@ function toWireError(error: unknown): WireError {
   };
 }
 
+/** Every secret-bearing string of a (possibly invalid) `run` frame, secret-length or not. */
+function frameSecrets(frame: Record<string, unknown>): string[] {
+  const values: string[] = [];
+  for (const value of [frame.modelToken, frame.gatewaySessionKey]) {
+    if (typeof value === 'string') values.push(value);
+  }
+  const env = frame.turnEnv;
+  if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
+    for (const value of Object.values(env)) if (typeof value === 'string') values.push(value);
+  }
+  return values;
+}
+
 function nonNegative(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value < 0) {
@@ -247,7 +271,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   const flushTimeoutMs = nonNegative(options.flushTimeoutMs, 30_000, 'flushTimeoutMs');
   const timers = options.timers ?? defaultTimers;
   const hostInfo = options.host ?? DEFAULT_HOST;
-  const secrets = new SecretSet();
+  const secrets = options.secrets ?? new SecretSet();
 
   let state: 'awaiting_hello' | 'ready' | 'stopping' = 'awaiting_hello';
   let driverCapabilities: Capabilities = {};
@@ -295,8 +319,10 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }
   }
 
+  // Held delta text is not released before other frames: a driver joins the `text` (and the
+  // `thinking`) deltas of a run across whatever frames come between, so a secret split around a
+  // tool or progress frame must still meet its other half here (README "Secrets").
   function runEvent(run: ActiveRun, frame: Record<string, unknown>): void {
-    flushDeltas(run);
     run.seq += 1;
     send({ ...frame, runId: run.runId, seq: run.seq });
   }
@@ -359,9 +385,6 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     const delta = (type: 'text' | 'thinking', value: string) => {
       if (!live() || typeof value !== 'string' || value === '') return idle;
       const redactor = type === 'text' ? run.text : run.thinking;
-      const other = type === 'text' ? run.thinking : run.text;
-      const pending = other.flush();
-      if (pending !== '') queueDelta(run, type === 'text' ? 'thinking' : 'text', pending);
       const safe = redactor.push(value);
       if (safe !== '') queueDelta(run, type, safe);
       return afterEmit(run);
@@ -419,7 +442,9 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       question: (request: QuestionRequest) => ask(run, request),
       log: (level, message) => {
         if (!live()) return;
-        log(level, String(message), undefined, run.runId);
+        run.logLevel = level;
+        const safe = run.logs.write(capString(String(message), MAX_TEXT_FIELD));
+        if (safe !== '') log(level, safe, undefined, run.runId);
       },
     };
   }
@@ -482,11 +507,18 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   function finishRun(run: ActiveRun, terminal: Record<string, unknown>): void {
     if (run.ended) return;
     resolveAllQuestions(run, 'cancelled');
+    if (!run.muted) {
+      // The streams end here: what was held as a possible secret prefix did not become one.
+      flushDeltas(run);
+      const logTail = run.logs.flush();
+      if (logTail !== '') log(run.logLevel, logTail, undefined, run.runId);
+    }
     runEvent(run, {
       ...terminal,
       ...(run.nativeSessionId !== undefined ? { nativeSessionId: run.nativeSessionId } : {}),
     });
     run.ended = true;
+    run.releaseSecrets();
     timers.clearTimeout(run.graceTimer);
     if (activeRun === run) activeRun = undefined;
     run.markFinished();
@@ -583,11 +615,41 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }
   }
 
+  /**
+   * Learns the secrets of a `run` frame that will not run (rejected, invalid): remembered, not
+   * pinned. A frame over the limit only gets its two named secrets learned; it is refused
+   * before anything could echo the rest.
+   */
+  function rememberFrameSecrets(frame: Record<string, unknown>): void {
+    const values = frameSecrets(frame);
+    const named = [frame.modelToken, frame.gatewaySessionKey];
+    for (const value of values.length > MAX_RUN_SECRETS ? named : values) {
+      if (typeof value === 'string') secrets.add(value);
+    }
+  }
+
   function handleRun(frame: RunFrame): void {
-    // Secrets are learned before anything else so that even a rejection cannot echo them.
-    secrets.add(frame.modelToken);
-    secrets.add(frame.gatewaySessionKey);
-    for (const value of Object.values(frame.turnEnv ?? {})) secrets.add(value);
+    const runSecrets = frameSecrets(frame);
+    if (runSecrets.length > MAX_RUN_SECRETS) {
+      rememberFrameSecrets(frame);
+      if (rememberedRunIds.has(frame.runId)) return;
+      rememberRunId(frame.runId);
+      rejectRun(
+        frame.runId,
+        'too_many_secrets',
+        `the run carries ${runSecrets.length} secret values (modelToken, gatewaySessionKey, turnEnv); at most ${MAX_RUN_SECRETS} are accepted`,
+        false,
+      );
+      return;
+    }
+    if (
+      state === 'awaiting_hello' ||
+      rememberedRunIds.has(frame.runId) ||
+      activeRun !== undefined
+    ) {
+      // Learned before anything else so that even a rejection cannot echo them.
+      rememberFrameSecrets(frame);
+    }
     if (state === 'awaiting_hello') {
       rejectRun(frame.runId, 'not_initialized', 'send "hello" before "run"', false);
       return;
@@ -613,6 +675,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }
     const engine = frame.engineId === undefined ? defaultEngine : engines.get(frame.engineId);
     if (engine === undefined) {
+      rememberFrameSecrets(frame);
       rememberRunId(frame.runId);
       rejectRun(
         frame.runId,
@@ -639,6 +702,10 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       nativeSessionId: frame.nativeSessionId ?? currentNativeSessionId,
       text: new DeltaRedactor(secrets),
       thinking: new DeltaRedactor(secrets),
+      logs: new StreamScrubber(secrets),
+      logLevel: 'info',
+      // Pinned, never evicted while the run lives, however many secrets other frames bring.
+      releaseSecrets: secrets.pin(runSecrets),
       questions: new Set(),
       finished,
       markFinished,
@@ -775,11 +842,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
         runId !== '' &&
         !rememberedRunIds.has(runId)
       ) {
-        if (typeof value.modelToken === 'string') secrets.add(value.modelToken);
-        if (typeof value.gatewaySessionKey === 'string') secrets.add(value.gatewaySessionKey);
-        if (value.turnEnv !== null && typeof value.turnEnv === 'object') {
-          for (const v of Object.values(value.turnEnv)) if (typeof v === 'string') secrets.add(v);
-        }
+        rememberFrameSecrets(value);
         rememberRunId(runId);
         rejectRun(runId, 'invalid_frame', `invalid "run" frame: ${parsed.issues}`, false);
       } else {

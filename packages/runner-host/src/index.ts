@@ -92,7 +92,17 @@ export type {
   ReadFramesOptions,
 } from './codec.js';
 
-export { DeltaRedactor, MIN_SECRET_LENGTH, REDACTED, SecretSet } from './redactor.js';
+export {
+  DeltaRedactor,
+  MAX_REMEMBERED_SECRETS,
+  MAX_RUN_SECRETS,
+  MIN_SECRET_LENGTH,
+  REDACTED,
+  ScrubbedTail,
+  SecretSet,
+  StreamScrubber,
+  TAIL_ELLIPSIS,
+} from './redactor.js';
 
 export type {
   EngineEmitter,
