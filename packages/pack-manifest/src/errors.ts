@@ -6,8 +6,17 @@ export type PackManifestErrorCode =
   | 'ERR_MANIFEST_NOT_REGULAR_FILE'
   /** `agent.yaml` is larger than `maxBytes`. */
   | 'ERR_MANIFEST_TOO_LARGE'
-  /** `agent.yaml` is not valid UTF-8, not YAML, or more than one YAML document. */
+  /**
+   * `agent.yaml` is not valid UTF-8, not YAML, more than one YAML document, or YAML the loader
+   * does not interpret: a duplicate key (also `1` and `"1"`), a collection or alias as a key, an
+   * unknown tag, more than 100 aliases.
+   */
   | 'ERR_MANIFEST_YAML'
+  /**
+   * `agent.yaml` nests collections more than `MANIFEST_MAX_NESTING` (64) levels deep; refused
+   * before the YAML library composes it, so deep input can never exhaust the stack.
+   */
+  | 'ERR_MANIFEST_TOO_DEEP'
   /** The YAML is fine but does not follow the Agent Pack Specification v1; see `issues`. */
   | 'ERR_MANIFEST_INVALID'
   /** The operating system refused to read the manifest or a pack folder. */

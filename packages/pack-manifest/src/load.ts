@@ -1,16 +1,25 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  Composer,
+  isAlias,
+  isCollection,
   isMap,
   isPair,
   isScalar,
   LineCounter,
-  parseDocument,
+  Parser,
+  YAMLParseError,
+  type CST,
   type Document,
+  type DocumentOptions,
+  type ParseOptions,
+  type SchemaOptions,
   type Node,
 } from 'yaml';
 import type { core } from 'zod';
 import { PackManifestError, type ManifestIssue } from './errors.js';
+import { cstNestingDepth, MANIFEST_MAX_NESTING, yamlNestingEstimate } from './nesting.js';
 import { AgentManifestSchema, MANIFEST_FILE, type AgentManifest } from './schema.js';
 
 export interface ParseManifestOptions {
@@ -136,23 +145,20 @@ export function loadPackManifest(dir: string, options: LoadManifestOptions = {})
 /** Parses and validates manifest text (block or flow YAML, or JSON). */
 export function parsePackManifest(text: string, options: ParseManifestOptions = {}): AgentManifest {
   const file = options.file ?? MANIFEST_FILE;
+  const source = text.replace(/^\uFEFF/, '');
+  // Nesting is bounded before the library composes anything: see nesting.ts for why.
+  if (yamlNestingEstimate(source) > MANIFEST_MAX_NESTING) throw tooDeep(file);
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text.replace(/^\uFEFF/, ''), {
-    lineCounter,
-    prettyErrors: false,
-    uniqueKeys: true,
-    strict: true,
-    version: '1.2',
-    schema: 'core',
-    customTags: [],
-  });
+  const tokens = [...new Parser(lineCounter.addNewLine).parse(source)];
+  if (cstNestingDepth(tokens) > MANIFEST_MAX_NESTING) throw tooDeep(file);
+  const doc = composeOne(tokens, source.length);
   const at = (offset: number | undefined) => {
     if (offset === undefined) return {};
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
   };
-  // Warnings too (an unresolved tag such as !!js/function, a collection used as a key): a
-  // manifest that needs interpretation is refused rather than guessed at.
+  // Warnings too (an unresolved tag such as !!js/function): a manifest that needs
+  // interpretation is refused rather than guessed at.
   const problems = [...doc.errors, ...doc.warnings];
   if (problems.length > 0) {
     const issues: ManifestIssue[] = problems.map((error) => ({
@@ -164,6 +170,18 @@ export function parsePackManifest(text: string, options: ParseManifestOptions = 
       'ERR_MANIFEST_YAML',
       `${file} is not valid YAML: ${issues[0]!.message}`,
       { file, issues },
+    );
+  }
+  const keyIssue = findKeyProblem(doc);
+  if (keyIssue !== undefined) {
+    const issue = { field: '', message: keyIssue.message, ...at(keyIssue.offset) };
+    throw new PackManifestError(
+      'ERR_MANIFEST_YAML',
+      `${file} is not valid YAML: ${issue.message}`,
+      {
+        file,
+        issues: [issue],
+      },
     );
   }
   let data: unknown;
@@ -189,6 +207,91 @@ export function parsePackManifest(text: string, options: ParseManifestOptions = 
       .join('\n')}`,
     { file, issues },
   );
+}
+
+const COMPOSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+  prettyErrors: false,
+  uniqueKeys: true,
+  strict: true,
+  version: '1.2',
+  schema: 'core',
+  customTags: [],
+};
+
+/** What `parseDocument` does, on tokens whose nesting was already checked. */
+function composeOne(tokens: CST.Token[], length: number): Document {
+  let doc: Document | undefined;
+  for (const next of new Composer(COMPOSE_OPTIONS).compose(tokens, true, length)) {
+    if (doc === undefined) {
+      doc = next;
+      continue;
+    }
+    doc.errors.push(
+      new YAMLParseError(
+        [next.range[0], next.range[1]],
+        'MULTIPLE_DOCS',
+        'Source contains multiple documents; an agent.yaml holds one',
+      ),
+    );
+    break;
+  }
+  // compose(…, forceDoc = true) always yields a document, even for empty text.
+  return doc!;
+}
+
+function tooDeep(file: string): PackManifestError {
+  return new PackManifestError(
+    'ERR_MANIFEST_TOO_DEEP',
+    `${file} nests collections more than ${MANIFEST_MAX_NESTING} levels deep; it is refused before it is parsed`,
+    {
+      file,
+      issues: [{ field: '', message: `nested more than ${MANIFEST_MAX_NESTING} levels deep` }],
+    },
+  );
+}
+
+/**
+ * Keys must be scalars, and distinct once turned into the strings a JS object has: the library
+ * would stringify a collection key (with a process warning) and `1` and `"1"` would become the
+ * same key, slipping past the duplicate-key check.
+ */
+function findKeyProblem(doc: Document): { message: string; offset?: number } | undefined {
+  const stack: unknown[] = [doc.contents];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (isAlias(node) || !isCollection(node)) continue;
+    const seen = new Set<string>();
+    for (const item of node.items) {
+      if (!isPair(item)) {
+        stack.push(item);
+        continue;
+      }
+      const { key, value } = item;
+      if (key !== null && !isScalar(key)) {
+        const offset = (key as Node).range?.[0];
+        return {
+          message: isAlias(key)
+            ? 'an alias used as a mapping key is not allowed'
+            : 'a collection used as a mapping key is not allowed (keys must be plain values)',
+          ...(offset === undefined ? {} : { offset }),
+        };
+      }
+      if (isMap(node)) {
+        const raw = key === null ? null : key.value;
+        const name = raw === null || raw === undefined ? '' : String(raw);
+        if (seen.has(name)) {
+          const offset = key?.range?.[0];
+          return {
+            message: `duplicate key ${JSON.stringify(name.slice(0, 40))} (keys that read the same as text are the same key)`,
+            ...(offset === undefined ? {} : { offset }),
+          };
+        }
+        seen.add(name);
+      }
+      stack.push(value);
+    }
+  }
+  return undefined;
 }
 
 type PositionOf = (offset: number | undefined) => { line?: number; column?: number };

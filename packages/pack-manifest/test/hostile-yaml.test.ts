@@ -1,0 +1,166 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  loadPackManifest,
+  MANIFEST_MAX_NESTING,
+  PackManifestError,
+  parsePackManifest,
+} from '@packwarden/pack-manifest';
+import { yamlish } from './yamlish.js';
+
+const builtEntry = new URL('../dist/index.js', import.meta.url).href;
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/** The issue 16 input: 2 KB of JSON-style YAML nested 1,000 levels deep. */
+const DEEP_1000 = `${'{"a":'.repeat(1000)}1${'}'.repeat(1000)}`;
+
+const HEAD = 'apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: a, version: 0.0.1}\n';
+
+/**
+ * Runs `script` in a fresh Node process against the built package (`pm` is its namespace) with
+ * the inputs as `inputs`, and returns what the process did.
+ */
+function inChild(script: string, inputs: string[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'pw-yaml-child-'));
+  dirs.push(dir);
+  const file = join(dir, 'inputs.json');
+  writeFileSync(file, JSON.stringify(inputs));
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const pm = await import(${JSON.stringify(builtEntry)});
+       const fs = await import('node:fs');
+       const inputs = JSON.parse(fs.readFileSync(${JSON.stringify(file)}, 'utf8'));
+       ${script}`,
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  return { status: child.status, signal: child.signal, stdout: child.stdout, stderr: child.stderr };
+}
+
+describe('deep YAML never reaches the YAML library (issue 16, finding 1)', () => {
+  test('the 1,000-deep manifest parsed 50 times in one process: exit 0, a typed error each time', () => {
+    const result = inChild(
+      `const codes = [];
+       for (let i = 0; i < 50; i++) {
+         try { pm.parsePackManifest(inputs[0]); codes.push('accepted'); }
+         catch (error) { codes.push(error instanceof pm.PackManifestError ? error.code : 'untyped:' + error); }
+       }
+       process.stdout.write(JSON.stringify(codes));`,
+      [DEEP_1000],
+    );
+    expect(result.signal).toBeNull();
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(Array(50).fill('ERR_MANIFEST_TOO_DEEP'));
+  });
+
+  test('every deep style is refused with ERR_MANIFEST_TOO_DEEP, loaded from a real file', () => {
+    const deep = 200;
+    for (const body of [
+      DEEP_1000,
+      `${HEAD}spec:\n  x: ${'['.repeat(deep)}${']'.repeat(deep)}\n`,
+      `${HEAD}spec:\n  x:\n    ${'- '.repeat(deep)}x\n`,
+      `${HEAD}spec:\n  x: ${'[a: '.repeat(deep)}b${']'.repeat(deep)}\n`,
+      `${HEAD}${Array.from({ length: deep }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n')}\n`,
+    ]) {
+      const dir = mkdtempSync(join(tmpdir(), 'pw-deep-'));
+      dirs.push(dir);
+      writeFileSync(join(dir, 'agent.yaml'), body);
+      let error: unknown;
+      try {
+        loadPackManifest(dir);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toBeInstanceOf(PackManifestError);
+      expect((error as PackManifestError).code).toBe('ERR_MANIFEST_TOO_DEEP');
+      // Reading is all the loader does: nothing appears in the pack folder.
+      expect(readdirSync(dir)).toEqual(['agent.yaml']);
+    }
+  });
+
+  test('nesting up to the documented limit still loads', () => {
+    // Block structure counts two per indentation step (see README), flow brackets two each.
+    const depth = Math.floor(MANIFEST_MAX_NESTING / 2) - 4;
+    const manifest = parsePackManifest(
+      `${HEAD}spec:\n  custom: ${'['.repeat(depth)}1${']'.repeat(depth)}\n`,
+    );
+    let value: unknown = (manifest.spec as { custom: unknown }).custom;
+    let levels = 0;
+    while (Array.isArray(value)) {
+      value = value[0];
+      levels += 1;
+    }
+    expect(levels).toBe(depth);
+  });
+});
+
+describe('collection keys (issue 16, finding 7)', () => {
+  const cases: [string, string][] = [
+    ['a flow sequence as a key', `${HEAD}? [a]\n: c\n`],
+    ['a flow mapping as a key', `${HEAD}spec: {{a: b}: c}\n`],
+    ['a block mapping as an explicit key', `${HEAD}spec:\n  ? x: y\n  : c\n`],
+    ['an alias as a key', `${HEAD}spec:\n  a: &k v\n  *k : c\n`],
+    ['a duplicate hidden by a collection key', `${HEAD}spec:\n  ? [a]\n  : 1\n  "[a]": 2\n`],
+    ['1 and "1"', `${HEAD}spec: {labels: {1: a, "1": b}}\n`],
+    ['null and ""', `${HEAD}spec: {labels: {~: a, "": b}}\n`],
+  ];
+
+  test.each(cases)('%s is refused with ERR_MANIFEST_YAML', (_name, text) => {
+    let error: unknown;
+    try {
+      parsePackManifest(text);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(PackManifestError);
+    expect((error as PackManifestError).code).toBe('ERR_MANIFEST_YAML');
+    expect((error as PackManifestError).issues[0]?.line).toBeGreaterThan(0);
+  });
+
+  test('refusing them prints nothing: no process warning on stderr', () => {
+    const result = inChild(
+      `const codes = inputs.map((text) => {
+         try { pm.parsePackManifest(text); return 'accepted'; }
+         catch (error) { return error.code; }
+       });
+       process.stdout.write(JSON.stringify(codes));`,
+      cases.map(([, text]) => text),
+    );
+    expect(result.status).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual(cases.map(() => 'ERR_MANIFEST_YAML'));
+  });
+});
+
+describe('any YAML-ish text (property)', () => {
+  test('parsePackManifest returns a manifest or throws a PackManifestError, quickly', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          yamlish,
+          yamlish.map((tail) => `${HEAD}spec:\n  x: ${tail}`),
+          fc.string({ unit: 'binary', maxLength: 300 }),
+        ),
+        (text) => {
+          const started = performance.now();
+          try {
+            parsePackManifest(text);
+          } catch (error) {
+            expect(error).toBeInstanceOf(PackManifestError);
+          }
+          expect(performance.now() - started).toBeLessThan(1000);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
