@@ -1,3 +1,5 @@
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { hashRegularFileSync, type HashedFile } from './hash-file.js';
 
@@ -23,9 +25,13 @@ interface BatchReply {
 }
 
 /**
- * Hashes a list of files on `threads` worker threads. Work is handed out in small batches from a
- * shared cursor so that a few large files spread over every thread and thousands of small ones
- * do not pay one message each. Results come back in input order.
+ * Hashes a list of files on `threads` threads: the calling thread and `threads - 1` workers.
+ * Work is handed out in small batches from a shared cursor so that a few large files spread over
+ * every thread and thousands of small ones do not pay one message each. The calling thread hashes
+ * from the first microsecond, so the ~20–40 ms that a cold worker needs to start, compile and
+ * open its first file is not idle time (issue 14: the CLI used to wait ~300 ms for two cold
+ * workers). Each worker keeps one batch queued behind the one it hashes, so it never waits for
+ * the calling thread to come back to its event loop. Results come back in input order.
  */
 export async function hashFilesInWorkers(
   paths: readonly string[],
@@ -36,34 +42,58 @@ export async function hashFilesInWorkers(
   const batchSize = Math.max(1, Math.min(64, Math.ceil(paths.length / (threads * 4))));
   let cursor = 0;
   const workers: Worker[] = [];
+  const take = (): [number, number] | undefined => {
+    if (cursor >= paths.length) return undefined;
+    const start = cursor;
+    cursor = Math.min(paths.length, cursor + batchSize);
+    return [start, cursor];
+  };
 
   const runWorker = (worker: Worker) =>
     new Promise<void>((resolve, reject) => {
+      let inFlight = 0;
       const next = () => {
         if (signal?.aborted) return reject(signal.reason);
-        if (cursor >= paths.length) return resolve();
-        const start = cursor;
-        cursor = Math.min(paths.length, cursor + batchSize);
-        worker.postMessage({ id: start, paths: paths.slice(start, cursor) });
+        while (inFlight < 2) {
+          const batch = take();
+          if (batch === undefined) break;
+          inFlight++;
+          worker.postMessage({ id: batch[0], paths: paths.slice(batch[0], batch[1]) });
+        }
+        if (inFlight === 0) resolve();
       };
       worker.on('message', (reply: BatchReply) => {
+        inFlight--;
         for (let i = 0; i < reply.results.length; i++) results[reply.id + i] = reply.results[i]!;
         next();
       });
       worker.once('error', reject);
       worker.once('exit', (code) => {
-        if (cursor < paths.length || code !== 0)
-          reject(new Error(`hashing thread exited with code ${code}`));
+        if (inFlight > 0 || code !== 0) reject(new Error(`hashing thread exited with code ${code}`));
       });
       next();
     });
+
+  const runCallingThread = async () => {
+    const buffer = Buffer.allocUnsafe(HASH_BUFFER_BYTES);
+    for (;;) {
+      // Let worker replies in (they hand out the next batches) before taking one more.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (signal?.aborted) throw signal.reason;
+      const batch = take();
+      if (batch === undefined) return;
+      for (let i = batch[0]; i < batch[1]; i++) {
+        results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+      }
+    }
+  };
 
   const onAbort = () => {
     for (const worker of workers) void worker.terminate();
   };
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    for (let i = 0; i < threads; i++) {
+    for (let i = 1; i < threads; i++) {
       workers.push(
         new Worker(WORKER_SOURCE, {
           eval: true,
@@ -71,7 +101,7 @@ export async function hashFilesInWorkers(
         }),
       );
     }
-    await Promise.all(workers.map(runWorker));
+    await Promise.all([runCallingThread(), ...workers.map(runWorker)]);
     return results;
   } finally {
     signal?.removeEventListener('abort', onAbort);
