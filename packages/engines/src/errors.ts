@@ -11,6 +11,10 @@
  *   regular `.mjs` / `.js` file.
  * - `ERR_ENGINE_LOAD`: importing the engine module (or an engine's installed SDK) failed, or its
  *   `engineExport` is not a class with a `run(turn)` method.
+ * - `ERR_ENGINE_RESOLVE_REFUSED`: a custom engine module imports something that resolves outside
+ *   the engine folder and the pack (only `node:` built-ins may come from elsewhere).
+ * - `ERR_ENGINE_PROCESS`: the process hosting a custom engine did not start, timed out, broke
+ *   its protocol, or died while loading the module.
  * - `ERR_EXEC_SPEC_INVALID`: the pack's `spec.exec` is missing or invalid for the `exec` engine.
  */
 export type EngineErrorCode =
@@ -20,6 +24,8 @@ export type EngineErrorCode =
   | 'ERR_ENGINE_MANIFEST_INVALID'
   | 'ERR_ENGINE_ENTRY_INVALID'
   | 'ERR_ENGINE_LOAD'
+  | 'ERR_ENGINE_RESOLVE_REFUSED'
+  | 'ERR_ENGINE_PROCESS'
   | 'ERR_EXEC_SPEC_INVALID';
 
 /** The one error class of `@packwarden/engines`; branch on `code`, never on `message`. */

@@ -4,24 +4,21 @@ import { loadPackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { EngineError } from '../src/index.js';
 import { loadCustomEngine, loadCustomEngineManifest, loadPackEngine } from '../src/index.js';
-import { cleanTemps, fixtures, session, tempDir, textOf } from './helpers.js';
+import { loadPackCustomEngine, textOf, wireSession } from './contract-helpers.js';
+import { cleanTemps, fixtures, tempDir } from './helpers.js';
 
 afterEach(cleanTemps);
 
 const probePack = join(fixtures, 'probe');
 
-async function probe(workspaceRoot = tempDir()) {
-  const { manifest } = loadPackManifest(probePack);
-  const engine = await loadPackEngine({ packDir: probePack, manifest, home: tempDir() });
-  return { engine, runtime: { workspaceRoot, stateDir: tempDir() } };
+async function probe(options: { killGraceMs?: number } = {}) {
+  const { engine, runtime } = await loadPackCustomEngine(probePack, options);
+  return { engine, runtime, s: wireSession(engine, runtime) };
 }
 
-describe('custom engines (AgentHippo Custom Engine V2)', () => {
-  test('the turn carries message, model, workspace, permissions, env, routing, session, agent, prompt', async () => {
-    const { engine, runtime } = await probe();
-    expect(engine.id).toBe('probe');
-    expect(engine.displayName).toBe('Probe engine');
-    const s = session(engine, runtime);
+describe('custom engines (AgentHippo Custom Engine V2), out of process', () => {
+  test('the turn carries message, model, workspace, permissions, env, routing, session, agent', async () => {
+    const { s, runtime } = await probe();
     const { events, outcome } = await s.run({
       message: 'report',
       workspaceRoot: '/somewhere/else',
@@ -35,20 +32,34 @@ describe('custom engines (AgentHippo Custom Engine V2)', () => {
     });
     const seen = JSON.parse(textOf(events));
     expect(seen).toMatchObject({
-      instance: expect.any(Number),
       initHasKey: true,
+      // promptInjection message-suffix: the pack's system prompt follows the message.
+      message: 'report\n\nYou are the probe.\n',
       modelId: 'pack-model',
       workspaceRoot: runtime.workspaceRoot,
+      cwd: runtime.workspaceRoot,
       additionalDirectories: ['/data'],
       permissions: { fileAccess: 'read-only' },
-      envKeys: ['API_KEY'],
       envHidden: true,
-      routing: { useLiteLLM: true, baseUrl: 'http://127.0.0.1:9/v1', keyLength: 17 },
-      session: { sessionId: 's-1', nativeSessionId: 'resume-me' },
+      turnEnv: true,
+      routing: {
+        useLiteLLM: true,
+        baseUrl: 'http://127.0.0.1:9/v1',
+        openaiBaseUrl: 'http://127.0.0.1:9/v1',
+        keyLength: 17,
+      },
+      session: {
+        key: 's-1',
+        chatSessionId: 's-1',
+        contextSessionId: 's-1',
+        isEphemeral: false,
+        sessionId: 's-1',
+        nativeSessionId: 'resume-me',
+      },
       agent: { id: 'probe', version: '1.2.3' },
-      systemPrompt: 'You are the probe.\n',
     });
-    // The key is on the turn but not enumerable: spreading the routing does not carry it.
+    // The engine runs in its own process, and the key is on the turn but not enumerable.
+    expect(seen.pid).not.toBe(process.pid);
     expect(seen.routing).not.toHaveProperty('apiKey');
     expect(outcome).toMatchObject({
       type: 'result',
@@ -58,9 +69,8 @@ describe('custom engines (AgentHippo Custom Engine V2)', () => {
     await s.close();
   });
 
-  test('every emitter method becomes its frame; done() reports the session id', async () => {
-    const { engine, runtime } = await probe();
-    const s = session(engine, runtime);
+  test('every emitter method, positional (the contract) or object form, becomes its frame', async () => {
+    const { s } = await probe();
     const { events, outcome } = await s.run(
       { message: 'all-events', modelId: 'run-model' },
       { onQuestion: (q) => ({ selected: [q.options?.[0] ?? ''] }) },
@@ -68,6 +78,8 @@ describe('custom engines (AgentHippo Custom Engine V2)', () => {
     expect(events.map((e) => e.type)).toEqual([
       'accepted',
       'thinking',
+      'tool_start',
+      'tool_end',
       'tool_start',
       'tool_end',
       'progress',
@@ -78,15 +90,39 @@ describe('custom engines (AgentHippo Custom Engine V2)', () => {
       'session',
       'result',
     ]);
-    expect(textOf(events)).toBe('answer:{"outcome":"answered","selected":["yes"]}');
+    expect(events.filter((e) => e.type === 'tool_start')).toMatchObject([
+      { toolCallId: 't1', name: 'look', input: { a: 1 } },
+      { toolCallId: 't2', name: 'peek', input: { b: 2 } },
+    ]);
+    expect(events.filter((e) => e.type === 'tool_end')).toMatchObject([
+      { toolCallId: 't1', name: 'look', output: 'seen' },
+      { toolCallId: 't2', name: 'peek', output: 'peeked', isError: true },
+    ]);
+    expect(events.find((e) => e.type === 'question')).toMatchObject({
+      prompt: 'go?',
+      options: ['yes', 'no'],
+    });
+    expect(JSON.parse(textOf(events).slice('answer:'.length))).toEqual({
+      outcome: 'answered',
+      selected: ['yes'],
+      freeText: null,
+      declined: false,
+      timedOut: false,
+      cancelled: false,
+    });
     expect(outcome).toMatchObject({ type: 'result', nativeSessionId: 'from-done' });
     await s.close();
   });
 
-  test('emitter.error() and a thrown error end the turn with failed and their codes', async () => {
-    const { engine, runtime } = await probe();
-    const s = session(engine, runtime);
-    const reported = await s.run({ message: 'emit-error' });
+  test('emitter.error() is non-fatal when done() follows; without done() it fails the turn; a throw fails it', async () => {
+    const { s } = await probe();
+    const recovered = await s.run({ message: 'error-then-done' });
+    expect(recovered.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(recovered.events.find((e) => e.type === 'warning')).toMatchObject({
+      code: 'engine_error',
+      message: 'a hiccup the engine recovered from',
+    });
+    const reported = await s.run({ message: 'error-no-done' });
     expect(reported.outcome).toMatchObject({
       type: 'failed',
       error: { code: 'probe_failed', message: 'it went wrong', retryable: true },
@@ -100,31 +136,76 @@ describe('custom engines (AgentHippo Custom Engine V2)', () => {
   });
 
   test('the instance is rebuilt when baseUrl or modelToken change, and only then', async () => {
-    const { engine, runtime } = await probe();
-    const s = session(engine, runtime);
+    const { s } = await probe();
     const instanceOf = async (request: { baseUrl?: string; modelToken?: string }) =>
-      JSON.parse(textOf((await s.run({ message: 'report', ...request })).events))
-        .instance as number;
+      JSON.parse(textOf((await s.run({ message: 'report', ...request })).events)) as {
+        instance: number;
+        pid: number;
+      };
     const first = await instanceOf({ baseUrl: 'http://a', modelToken: 'token-one-1' });
-    expect(await instanceOf({ baseUrl: 'http://a', modelToken: 'token-one-1' })).toBe(first);
-    expect(await instanceOf({ baseUrl: 'http://a', modelToken: 'token-two-2' })).toBe(first + 1);
-    expect(await instanceOf({ baseUrl: 'http://b', modelToken: 'token-two-2' })).toBe(first + 2);
-    expect(await instanceOf({ baseUrl: 'http://b', modelToken: 'token-two-2' })).toBe(first + 2);
+    expect((await instanceOf({ baseUrl: 'http://a', modelToken: 'token-one-1' })).instance).toBe(
+      first.instance,
+    );
+    expect((await instanceOf({ baseUrl: 'http://a', modelToken: 'token-two-2' })).instance).toBe(
+      first.instance + 1,
+    );
+    const third = await instanceOf({ baseUrl: 'http://b', modelToken: 'token-two-2' });
+    expect(third.instance).toBe(first.instance + 2);
+    expect(third.pid).toBe(first.pid);
     await s.close();
   });
 
-  test('a cancelled turn ends with result{cancelled}', async () => {
-    const { engine, runtime } = await probe();
-    const s = session(engine, runtime);
+  test('a cancelled turn ends with result{cancelled}; an engine ignoring the signal is killed', async () => {
+    const { s } = await probe({ killGraceMs: 200 });
     const controller = new AbortController();
     const run = s.run(
       { message: 'wait' },
       {
         signal: controller.signal,
+        onEvent: (event) => {
+          if (event.type === 'text') controller.abort();
+        },
       },
     );
-    setTimeout(() => controller.abort(), 50);
     expect((await run).outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
+    const before = Number(textOf((await s.run({ message: 'pid' })).events));
+    const stubborn = new AbortController();
+    const ignored = await s.run(
+      { message: 'ignore-cancel' },
+      {
+        signal: stubborn.signal,
+        onEvent: (event) => {
+          if (event.type === 'text') stubborn.abort();
+        },
+      },
+    );
+    expect(ignored.outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
+    const after = Number(textOf((await s.run({ message: 'pid' })).events));
+    expect(after).not.toBe(before);
+    expect(() => process.kill(before, 0)).toThrow();
+    await s.close();
+  });
+
+  test('an engine process that dies mid-turn fails the turn; the next turn gets a fresh process', async () => {
+    const { s } = await probe();
+    const before = Number(textOf((await s.run({ message: 'pid' })).events));
+    const crashed = await s.run({ message: 'crash' });
+    expect(crashed.outcome).toMatchObject({
+      type: 'failed',
+      error: { code: 'engine_process_failed' },
+    });
+    const after = Number(textOf((await s.run({ message: 'pid' })).events));
+    expect(after).not.toBe(before);
+    await s.close();
+  });
+
+  test('invalidateEngineInstance() retires the process after the turn', async () => {
+    const { s } = await probe();
+    const first = Number(textOf((await s.run({ message: 'invalidate' })).events));
+    const second = Number(textOf((await s.run({ message: 'pid' })).events));
+    expect(second).not.toBe(first);
+    const third = Number(textOf((await s.run({ message: 'pid' })).events));
+    expect(third).toBe(second);
     await s.close();
   });
 });
@@ -146,18 +227,33 @@ describe('engine.manifest.json', () => {
       () => 'ok',
       (error: EngineError) => error.code,
     );
+  const runtime = () => ({ workspaceRoot: tempDir(), stateDir: tempDir() });
 
-  test('accepts a V2 manifest and keeps unknown fields', async () => {
-    const dir = engineDir({ ...valid, workspaceSync: true, future: 1 }, { 'e.mjs': '' });
+  test('accepts a store-shaped V2 manifest and keeps unknown and _comment keys', async () => {
+    const dir = engineDir(
+      {
+        ...valid,
+        workspaceSync: { enabled: true, dir: '.e', rulesFile: 'E.md' },
+        promptInjection: { mode: 'message-suffix' },
+        model: { defaultModel: 'm', apiKeyEnvVar: 'E_KEY', openaiBaseUrlEnvVar: 'E_URL' },
+        _comment_model: 'why',
+        future: 1,
+      },
+      { 'e.mjs': '' },
+    );
     const loaded = await loadCustomEngineManifest(dir);
-    expect(loaded.manifest).toMatchObject({ id: 'e', workspaceSync: true, future: 1 });
+    expect(loaded.manifest).toMatchObject({ id: 'e', _comment_model: 'why', future: 1 });
   });
 
   test.each([
     ['version 1', { ...valid, version: 1 }, 'ERR_ENGINE_MANIFEST_INVALID'],
-    ['no engineExport', { version: 2, id: 'e', entry: 'e.mjs' }, 'ERR_ENGINE_MANIFEST_INVALID'],
     ['a bad id', { ...valid, id: 'Bad Id' }, 'ERR_ENGINE_MANIFEST_INVALID'],
     ['not JSON', '{version: 2', 'ERR_ENGINE_MANIFEST_INVALID'],
+    [
+      'the old boolean workspaceSync',
+      { ...valid, workspaceSync: true },
+      'ERR_ENGINE_MANIFEST_INVALID',
+    ],
     ['an entry outside', { ...valid, entry: '../e.mjs' }, 'ERR_ENGINE_ENTRY_INVALID'],
     ['an absolute entry', { ...valid, entry: '/etc/passwd' }, 'ERR_ENGINE_ENTRY_INVALID'],
     ['a missing entry', { ...valid, entry: 'missing.mjs' }, 'ERR_ENGINE_ENTRY_INVALID'],
@@ -176,29 +272,49 @@ describe('engine.manifest.json', () => {
     expect(await code(dir)).toBe('ERR_ENGINE_ENTRY_INVALID');
   });
 
-  test('refuses a module without the exported class, or a class without run()', async () => {
+  test('refuses a module without the exported class, a class without run(), a broken module', async () => {
     const pack = { id: 'p', version: '1.0.0' };
-    const missing = engineDir(valid, { 'e.mjs': 'export class Other { run() {} }' });
-    await expect(loadCustomEngine(missing, { pack })).rejects.toMatchObject({
+    for (const source of [
+      'export class Other { run() {} }',
+      'export class E { go() {} }',
+      'export class E { run() {',
+    ]) {
+      const dir = engineDir(valid, { 'e.mjs': source });
+      await expect(loadCustomEngine(dir, { pack, runtime: runtime() })).rejects.toMatchObject({
+        code: 'ERR_ENGINE_LOAD',
+      });
+    }
+    const thrower = engineDir(valid, { 'e.mjs': 'throw new Error("top-level boom")' });
+    await expect(loadCustomEngine(thrower, { pack, runtime: runtime() })).rejects.toMatchObject({
       code: 'ERR_ENGINE_LOAD',
-    });
-    const noRun = engineDir(valid, { 'e.mjs': 'export class E { go() {} }' });
-    await expect(loadCustomEngine(noRun, { pack })).rejects.toMatchObject({
-      code: 'ERR_ENGINE_LOAD',
-    });
-    const broken = engineDir(valid, { 'e.mjs': 'export class E { run() {' });
-    await expect(loadCustomEngine(broken, { pack })).rejects.toMatchObject({
-      code: 'ERR_ENGINE_LOAD',
+      message: expect.stringContaining('top-level boom'),
     });
     const ok = engineDir(valid, { 'e.mjs': 'export class E { run() {} }' });
-    await expect(loadCustomEngine(ok, { pack })).resolves.toMatchObject({ id: 'e' });
+    const engine = await loadCustomEngine(ok, { pack, runtime: runtime() });
+    expect(engine).toMatchObject({ id: 'e' });
+    await engine.dispose?.();
   });
 
-  test('copies of the probe pack load from wherever they are', async () => {
+  test('without a runtime the process starts at the first turn, and a broken module fails that turn', async () => {
+    const pack = { id: 'p', version: '1.0.0' };
+    const dir = engineDir(valid, { 'e.mjs': 'export class Other { run() {} }' });
+    const engine = await loadCustomEngine(dir, { pack });
+    const s = wireSession(engine, runtime());
+    expect((await s.run({ message: 'hi' })).outcome).toMatchObject({
+      type: 'failed',
+      error: { code: 'engine_load_failed' },
+    });
+    await s.close();
+  });
+
+  test('copies of the probe pack load from wherever they are (through loadPackEngine)', async () => {
     const copy = join(tempDir(), 'probe');
     cpSync(probePack, copy, { recursive: true });
     const { manifest } = loadPackManifest(copy);
     const engine = await loadPackEngine({ packDir: copy, manifest, home: tempDir() });
     expect(engine.id).toBe('probe');
+    const s = wireSession(engine, runtime());
+    expect(textOf((await s.run({ message: 'hello' })).events)).toBe('echo:hello');
+    await s.close();
   });
 });

@@ -1,0 +1,94 @@
+import * as z from 'zod';
+
+/**
+ * What the engine child may send its parent, one JSON object per line on fd 3. The child runs
+ * pack code, so it is the untrusted side: every line is bounded, parsed and validated here, and
+ * anything else ends the child (README, "Out of process").
+ */
+export const ENGINE_CHILD_LIMITS = Object.freeze({
+  /** Bytes of one line from the child. */
+  maxLineBytes: 8 * 1024 * 1024,
+  /** Characters of one text, thinking, progress or log message. */
+  maxTextChars: 4 * 1024 * 1024,
+  /** Lines read but not yet handled before the parent stops reading (backpressure). */
+  maxQueuedLines: 256,
+  /** Bytes of the engine's console output kept per line (longer lines are cut). */
+  maxOutputLineBytes: 8 * 1024,
+});
+
+const text = z.string().max(ENGINE_CHILD_LIMITS.maxTextChars);
+const short = z.string().max(4096);
+const id = z.string().min(1).max(128);
+const seq = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const level = z.enum(['debug', 'info', 'warn', 'error']);
+
+const emitPayload = z.discriminatedUnion('method', [
+  z.object({ method: z.literal('text'), delta: text }),
+  z.object({ method: z.literal('thinking'), delta: text }),
+  z.object({ method: z.literal('progress'), message: text }),
+  z.object({
+    method: z.literal('toolStart'),
+    toolCallId: short,
+    name: short,
+    input: z.unknown().optional(),
+  }),
+  z.object({
+    method: z.literal('toolEnd'),
+    toolCallId: short,
+    name: short,
+    output: z.unknown().optional(),
+    isError: z.boolean().optional(),
+  }),
+  z.object({
+    method: z.literal('question'),
+    prompt: text,
+    options: z.array(short).max(64).optional(),
+    timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+  }),
+  z.object({
+    method: z.literal('error'),
+    message: text,
+    code: short.optional(),
+    retryable: z.boolean().optional(),
+  }),
+  z.object({ method: z.literal('done'), nativeSessionId: short.optional() }),
+  z.object({ method: z.literal('warning'), code: short, message: text }),
+  z.object({ method: z.literal('session'), nativeSessionId: short }),
+]);
+export type EmitPayload = z.infer<typeof emitPayload>;
+
+const failure = z.object({
+  message: text,
+  code: short.optional(),
+  retryable: z.boolean().optional(),
+});
+
+export const childMessageSchema = z.union([
+  z.object({ t: z.literal('loaded') }),
+  z.object({
+    t: z.literal('load_failed'),
+    kind: z.enum(['resolve', 'import', 'export']),
+    message: text,
+  }),
+  z.object({ t: z.literal('constructed') }),
+  z.object({ t: z.literal('construct_failed'), message: text }),
+  z.object({ t: z.literal('emit'), id, seq }).and(emitPayload),
+  z.object({ t: z.literal('log'), id: id.optional(), level: z.string().max(16), message: text }),
+  z.object({ t: z.literal('invalidate') }),
+  z.object({
+    t: z.literal('end'),
+    id,
+    ok: z.literal(true),
+    nativeSessionId: short.optional(),
+  }),
+  z.object({ t: z.literal('end'), id, ok: z.literal(false), error: failure }),
+  z.object({ t: z.literal('maintained') }),
+  z.object({ t: z.literal('disposed') }),
+]);
+export type ChildMessage = z.infer<typeof childMessageSchema>;
+
+/** A log level the child named, or `info` for anything else. */
+export function logLevelOf(value: string): z.infer<typeof level> {
+  const parsed = level.safeParse(value);
+  return parsed.success ? parsed.data : 'info';
+}

@@ -1,0 +1,157 @@
+import { lstat, readdir, realpath } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import type { AgentManifest } from '@packwarden/pack-manifest';
+import { MCP_LIMITS, parseMcpConfig, type McpServerConfig } from './mcp-servers.js';
+import { isInside, readFileInside } from './safe-fs.js';
+
+/**
+ * What a custom engine's host takes from the pack (the verified copy) once, at load: the
+ * system prompt, the rules files, the skill folders and the MCP servers. Everything is read
+ * inside the pack (a symlink out of it is ignored) and bounded by PACK_CONTENT_LIMITS.
+ */
+export interface PackContent {
+  /** The pack folder, symlinks resolved. */
+  readonly packDir?: string;
+  /** `spec.prompts.system`, its text. */
+  readonly systemPrompt?: string;
+  /** Its path inside the pack. */
+  readonly systemPromptPath?: string;
+  /** `spec.prompts.rules`, each as file name and text. */
+  readonly rules: readonly {
+    readonly name: string;
+    readonly path: string;
+    readonly text: string;
+  }[];
+  /** Skill folders: `spec.skills`, or each folder of `<pack>/skills/` when it lists none. */
+  readonly skills: readonly { readonly name: string; readonly dir: string }[];
+  /** The pack's own `skills/` folder, when it has one. */
+  readonly skillsRoot?: string;
+  /** MCP servers from the files `spec.mcp` names, in file order (the first name wins). */
+  readonly mcpServers: Readonly<Record<string, McpServerConfig>>;
+  /** What could not be used, for the embedder's log. */
+  readonly warnings: readonly string[];
+}
+
+export const PACK_CONTENT_LIMITS = Object.freeze({
+  /** Bytes of the system prompt and of each rules file. */
+  maxPromptBytes: 256 * 1024,
+  /** Rules files and skill folders. */
+  maxRules: 100,
+  maxSkills: 100,
+});
+
+export const EMPTY_PACK_CONTENT: PackContent = Object.freeze({
+  rules: Object.freeze([]),
+  skills: Object.freeze([]),
+  mcpServers: Object.freeze({}),
+  warnings: Object.freeze([]),
+});
+
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+function decode(data: Buffer | undefined): string | undefined {
+  if (data === undefined) return undefined;
+  try {
+    return fatalUtf8.decode(data);
+  } catch {
+    return undefined;
+  }
+}
+
+async function directoryInside(root: string, path: string): Promise<string | undefined> {
+  const real = await realpath(path).catch(() => undefined);
+  if (real === undefined || !isInside(root, real)) return undefined;
+  return (await lstat(real)).isDirectory() ? real : undefined;
+}
+
+function mcpFiles(spec: Record<string, unknown>): string[] {
+  const mcp = spec.mcp;
+  const entries = Array.isArray(mcp) ? mcp : mcp !== undefined ? [mcp] : [];
+  const files: string[] = [];
+  for (const entry of entries) {
+    if (typeof entry === 'string') files.push(entry);
+    else if (entry !== null && typeof entry === 'object') {
+      const config = (entry as { config?: unknown }).config;
+      if (typeof config === 'string') files.push(config);
+    }
+  }
+  return files;
+}
+
+/** Reads what the pack at `packDir` (manifest `manifest`) gives its custom engine. */
+export async function readPackContent(
+  packDir: string,
+  manifest: AgentManifest,
+): Promise<PackContent> {
+  const root = await realpath(packDir);
+  const spec = manifest.spec as Record<string, unknown> & AgentManifest['spec'];
+  const warnings: string[] = [];
+
+  let systemPrompt: string | undefined;
+  let systemPromptPath: string | undefined;
+  const declaredPrompt = spec.prompts?.system;
+  if (declaredPrompt !== undefined) {
+    const path = join(root, declaredPrompt);
+    systemPrompt = decode(await readFileInside(root, path, PACK_CONTENT_LIMITS.maxPromptBytes));
+    if (systemPrompt === undefined)
+      warnings.push(`spec.prompts.system ${declaredPrompt}: unreadable, outside the pack or large`);
+    else systemPromptPath = await realpath(path);
+  }
+
+  const rules: { name: string; path: string; text: string }[] = [];
+  for (const declared of (spec.prompts?.rules ?? []).slice(0, PACK_CONTENT_LIMITS.maxRules)) {
+    const path = join(root, declared);
+    const text = decode(await readFileInside(root, path, PACK_CONTENT_LIMITS.maxPromptBytes));
+    if (text === undefined) warnings.push(`spec.prompts.rules ${declared}: not used`);
+    else rules.push({ name: basename(declared), path: await realpath(path), text });
+  }
+
+  const skills: { name: string; dir: string }[] = [];
+  const skillsRoot = await directoryInside(root, join(root, 'skills'));
+  const declaredSkills = (spec.skills ?? []).map((entry) =>
+    typeof entry === 'string' ? entry : entry.path,
+  );
+  const candidates =
+    declaredSkills.length > 0
+      ? declaredSkills.map((path) => join(root, path))
+      : skillsRoot !== undefined
+        ? (await readdir(skillsRoot)).sort().map((name) => join(skillsRoot, name))
+        : [];
+  for (const candidate of candidates.slice(0, PACK_CONTENT_LIMITS.maxSkills)) {
+    const dir = await directoryInside(root, candidate);
+    if (dir === undefined) warnings.push(`skill ${candidate}: not a folder inside the pack`);
+    else if (!skills.some((skill) => skill.name === basename(dir)))
+      skills.push({ name: basename(dir), dir });
+  }
+
+  const mcpServers: Record<string, McpServerConfig> = {};
+  for (const file of mcpFiles(spec).slice(0, MCP_LIMITS.maxFiles)) {
+    const text = decode(await readFileInside(root, join(root, file), MCP_LIMITS.maxFileBytes));
+    let json: unknown;
+    try {
+      json = text === undefined ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const parsed = json === undefined ? { issue: 'unreadable or not JSON' } : parseMcpConfig(json);
+    if ('issue' in parsed) {
+      warnings.push(`MCP configuration ${file}: ${parsed.issue}`);
+      continue;
+    }
+    for (const [name, server] of Object.entries(parsed.servers)) {
+      if (Object.keys(mcpServers).length >= MCP_LIMITS.maxServers) break;
+      if (!Object.hasOwn(mcpServers, name)) mcpServers[name] = server;
+    }
+  }
+
+  return {
+    packDir: root,
+    ...(systemPrompt !== undefined ? { systemPrompt } : {}),
+    ...(systemPromptPath !== undefined ? { systemPromptPath } : {}),
+    rules,
+    skills,
+    ...(skillsRoot !== undefined ? { skillsRoot } : {}),
+    mcpServers,
+    warnings,
+  };
+}
