@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
 import { SandboxError } from '../errors.js';
-import { buildSandboxArgs, SANDBOX_ENV_DIR, SANDBOX_RUNTIME_DIR } from './bwrap-args.js';
-import { LAUNCHER_SOURCE, RELAY_PORT } from './launcher.js';
+import { buildSandboxArgs, SANDBOX_ENV_DIR } from './bwrap-args.js';
+import { environmentScript, LAUNCH_SCRIPT, RELAY_PORT, RELAY_SOURCE } from './launcher.js';
 import { ISOLATION_LIMITS } from './limits.js';
 import { parseAllowedOrigin, type AllowedOrigin } from './origins.js';
 import { probeIsolation, type ProbeOutcome } from './probe.js';
@@ -152,7 +152,7 @@ async function startConfinement(
   try {
     await mkdir(envDir, { mode: 0o700 });
     await mkdir(hostRuntime, { mode: 0o700 });
-    await writeFile(join(hostRuntime, 'launch.mjs'), LAUNCHER_SOURCE, { mode: 0o400 });
+    await writeFile(join(hostRuntime, 'relay.mjs'), RELAY_SOURCE, { mode: 0o400 });
     if (outcome.level === 'full')
       proxy = await startHostProxy(join(hostRuntime, 'proxy.sock'), {
         allowed: () => (modelOrigin ? [...policy.allowed, modelOrigin] : policy.allowed),
@@ -173,9 +173,14 @@ async function startConfinement(
     if (proxy)
       for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'])
         env[name] = proxyUrl;
-    const envName = `${randomUUID()}.json`;
+    const script = environmentScript(env);
+    if (typeof script !== 'string')
+      throw policyError(
+        `the environment variable name ${JSON.stringify(script.badName)} cannot be passed`,
+      );
+    const envName = `${randomUUID()}.sh`;
     // Synchronous because the wrapper is: the file exists before the command can start.
-    writeFileSync(join(envDir, envName), JSON.stringify(env), { mode: 0o600, flag: 'wx' });
+    writeFileSync(join(envDir, envName), script, { mode: 0o600, flag: 'wx' });
     const args = buildSandboxArgs({
       systemMounts: outcome.systemMounts,
       packDir: policy.packDir,
@@ -191,10 +196,12 @@ async function startConfinement(
       args: [
         ...args,
         '--',
-        outcome.nodeBinary,
-        `${SANDBOX_RUNTIME_DIR}/launch.mjs`,
+        outcome.shell,
+        '-c',
+        LAUNCH_SCRIPT,
+        'packwarden-launch',
         `${SANDBOX_ENV_DIR}/${envName}`,
-        `${SANDBOX_RUNTIME_DIR}/proxy.sock`,
+        outcome.nodeBinary,
         proxy ? String(RELAY_PORT) : '0',
         command.file,
         ...command.args,

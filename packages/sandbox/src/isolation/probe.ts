@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, realpathSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { discoverSystemMounts, NAMESPACE_FLAGS, type SystemMount } from './bwrap-args.js';
 import { ISOLATION_LIMITS } from './limits.js';
@@ -10,15 +10,17 @@ import { ISOLATION_LIMITS } from './limits.js';
  * AppArmor policy, or because we already run in a container or sandbox that forbids nesting.
  */
 export type ProbeOutcome =
-  | { level: 'full'; bwrapPath: string; nodeBinary: string; systemMounts: SystemMount[] }
-  | {
-      level: 'shared-net';
-      bwrapPath: string;
-      nodeBinary: string;
-      systemMounts: SystemMount[];
-      networkReason: string;
-    }
+  | (Sandboxable & { level: 'full' })
+  | (Sandboxable & { level: 'shared-net'; networkReason: string })
   | { level: 'none'; reason: string };
+
+export interface Sandboxable {
+  bwrapPath: string;
+  nodeBinary: string;
+  /** `/bin/bash` when present (it can close leaked descriptors), else `/bin/sh`. */
+  shell: string;
+  systemMounts: SystemMount[];
+}
 
 export interface ProbeOptions {
   /** The bubblewrap binary. Default: `bwrap` looked up on `PATH` of `env`. */
@@ -120,10 +122,18 @@ export async function probeIsolation(options: ProbeOptions = {}): Promise<ProbeO
     nodeBinary,
     '--version',
   ];
+  const shell = existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
   const full = await tryBwrap(bwrapPath, [...NAMESPACE_FLAGS, ...tail]);
-  if (full.ok) return { level: 'full', bwrapPath, nodeBinary, systemMounts };
+  if (full.ok) return { level: 'full', bwrapPath, nodeBinary, shell, systemMounts };
   const sharedNet = await tryBwrap(bwrapPath, [...NAMESPACE_FLAGS, '--share-net', ...tail]);
   if (sharedNet.ok)
-    return { level: 'shared-net', bwrapPath, nodeBinary, systemMounts, networkReason: full.reason };
+    return {
+      level: 'shared-net',
+      bwrapPath,
+      nodeBinary,
+      shell,
+      systemMounts,
+      networkReason: full.reason,
+    };
   return { level: 'none', reason: full.reason };
 }

@@ -34,6 +34,8 @@ export interface HostProxyOptions {
   allowed: () => Iterable<AllowedOrigin>;
   /** Clock for the event log. Default `Date.now`. */
   now?: () => number;
+  /** Name resolution (a seam for tests). Default `dns.promises.lookup` with `all: true`. */
+  lookup?: (host: string) => Promise<{ address: string }[]>;
 }
 
 export interface HostProxy {
@@ -75,11 +77,14 @@ function isLocalAddress(address: string): boolean {
  * host's own loopback is refused (an allowed public name must not become a door to local
  * services). An IP literal or `localhost` in the allow list means the operator chose it.
  */
-async function resolveTarget(host: string): Promise<{ address: string } | { refused: string }> {
+async function resolveTarget(
+  host: string,
+  resolve: Required<HostProxyOptions>['lookup'],
+): Promise<{ address: string } | { refused: string }> {
   if (isIP(host) !== 0 || host === 'localhost') return { address: host };
   let results: { address: string }[];
   try {
-    results = await lookup(host, { all: true, verbatim: true });
+    results = await resolve(host);
   } catch (error) {
     return {
       refused: `cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
@@ -197,7 +202,7 @@ async function forward(
     reply(client, '403 Forbidden', `${target} is not an allowed origin`);
     return;
   }
-  const resolved = await resolveTarget(parsed.target.host);
+  const resolved = await resolveTarget(parsed.target.host, options.lookup);
   if ('refused' in resolved) {
     record({ target, verdict: 'denied', reason: resolved.refused });
     reply(client, '403 Forbidden', resolved.refused);
@@ -249,7 +254,11 @@ export async function startHostProxy(
   socketPath: string,
   options: HostProxyOptions,
 ): Promise<HostProxy> {
-  const settled: Required<HostProxyOptions> = { now: Date.now, ...options };
+  const settled: Required<HostProxyOptions> = {
+    now: Date.now,
+    lookup: (host) => lookup(host, { all: true, verbatim: true }),
+    ...options,
+  };
   const events: ProxyEvent[] = [];
   const record = (event: Omit<ProxyEvent, 'at'>): void => {
     events.push({ at: settled.now(), ...event });

@@ -1,0 +1,205 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { connect, createServer as createTcpServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllowedOrigin, type AllowedOrigin } from '../../src/isolation/origins.js';
+import { startHostProxy, type HostProxy } from '../../src/isolation/proxy.js';
+
+// A real proxy on a real unix socket, real upstream servers on 127.0.0.1: every verdict is read
+// from what the upstream saw (its request log), not from what the proxy says.
+
+interface Upstream {
+  port: number;
+  requests: { method: string; url: string; headers: Record<string, unknown> }[];
+  server: Server;
+}
+
+async function upstream(): Promise<Upstream> {
+  const requests: Upstream['requests'] = [];
+  const server = createHttpServer((req, res) => {
+    requests.push({ method: req.method ?? '', url: req.url ?? '', headers: { ...req.headers } });
+    res.end(`hello from ${req.url}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return { port: typeof address === 'object' && address ? address.port : 0, requests, server };
+}
+
+/** Sends raw bytes to the proxy, returns everything it answers until it closes. */
+function exchange(
+  socketPath: string,
+  bytes: string | Buffer,
+  after?: (s: Socket) => void,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let answer = '';
+    socket.on('data', (chunk) => {
+      answer += chunk.toString('latin1');
+      after?.(socket);
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(answer));
+    socket.write(bytes);
+  });
+}
+
+let dir: string;
+let allowed: Upstream;
+let other: Upstream;
+let proxy: HostProxy;
+let origins: AllowedOrigin[];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'pw-proxy-test-'));
+  allowed = await upstream();
+  other = await upstream();
+  origins = [parseAllowedOrigin(`http://127.0.0.1:${allowed.port}`)];
+  proxy = await startHostProxy(join(dir, 'proxy.sock'), {
+    allowed: () => origins,
+    now: () => 42,
+    lookup: async (host) =>
+      host === 'rebind.example' ? [{ address: '127.0.0.1' }] : [{ address: '192.0.2.1' }],
+  });
+});
+
+afterEach(async () => {
+  await proxy.close();
+  for (const u of [allowed, other]) {
+    u.server.closeAllConnections();
+    await new Promise((resolve) => u.server.close(resolve));
+  }
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('host proxy', () => {
+  it('forwards a plain-HTTP request to an allowed origin in origin form, without proxy headers', async () => {
+    const answer = await exchange(
+      proxy.socketPath,
+      `GET http://127.0.0.1:${allowed.port}/v1/models?x=1 HTTP/1.1\r\nHost: 127.0.0.1:${allowed.port}\r\n` +
+        'Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK/);
+    expect(answer).toContain('hello from /v1/models?x=1');
+    expect(allowed.requests).toHaveLength(1);
+    expect(allowed.requests[0]!.url).toBe('/v1/models?x=1');
+    expect(allowed.requests[0]!.headers['proxy-authorization']).toBeUndefined();
+    expect(allowed.requests[0]!.headers.connection).toBe('close');
+    expect(proxy.events).toEqual([
+      { at: 42, target: `http://127.0.0.1:${allowed.port}`, verdict: 'allowed' },
+    ]);
+  });
+
+  it('tunnels CONNECT to an allowed origin', async () => {
+    let sent = false;
+    const answer = await exchange(
+      proxy.socketPath,
+      `CONNECT 127.0.0.1:${allowed.port} HTTP/1.1\r\nHost: 127.0.0.1:${allowed.port}\r\n\r\n`,
+      (socket) => {
+        if (sent) return;
+        sent = true;
+        socket.write(`GET /through-tunnel HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      },
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\n/);
+    expect(answer).toContain('hello from /through-tunnel');
+    expect(allowed.requests.map((r) => r.url)).toEqual(['/through-tunnel']);
+  });
+
+  it.each([
+    [
+      'plain HTTP to another port',
+      (p: number) => `GET http://127.0.0.1:${p}/ HTTP/1.1\r\nHost: a\r\n\r\n`,
+    ],
+    ['CONNECT to another port', (p: number) => `CONNECT 127.0.0.1:${p} HTTP/1.1\r\n\r\n`],
+    [
+      'CONNECT to the allowed host under another spelling of a different port',
+      (p: number) => `CONNECT [::ffff:127.0.0.1]:${p} HTTP/1.1\r\n\r\n`,
+    ],
+  ])('refuses %s with 403 and the upstream sees nothing', async (_, request) => {
+    const answer = await exchange(proxy.socketPath, request(other.port));
+    expect(answer).toMatch(/^HTTP\/1\.1 403 Forbidden/);
+    expect(other.requests).toHaveLength(0);
+    expect(proxy.events[0]).toMatchObject({ verdict: 'denied' });
+  });
+
+  it('refuses an https origin reached as plain HTTP (the scheme is part of the origin)', async () => {
+    origins = [parseAllowedOrigin(`https://127.0.0.1:${other.port}`)];
+    const answer = await exchange(
+      proxy.socketPath,
+      `GET http://127.0.0.1:${other.port}/ HTTP/1.1\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 403/);
+    expect(other.requests).toHaveLength(0);
+  });
+
+  it('applies a changed allow list to the next connection', async () => {
+    origins = [];
+    const refused = await exchange(
+      proxy.socketPath,
+      `GET http://127.0.0.1:${allowed.port}/ HTTP/1.1\r\n\r\n`,
+    );
+    expect(refused).toMatch(/^HTTP\/1\.1 403/);
+    expect(allowed.requests).toHaveLength(0);
+  });
+
+  it('refuses an allowed name that resolves to a loopback address (DNS rebinding)', async () => {
+    const tcp = createTcpServer((s) => s.destroy());
+    let connections = 0;
+    tcp.on('connection', () => connections++);
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    const port = (tcp.address() as { port: number }).port;
+    origins = [parseAllowedOrigin(`https://rebind.example:${port}`)];
+    const answer = await exchange(
+      proxy.socketPath,
+      `CONNECT rebind.example:${port} HTTP/1.1\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 403/);
+    expect(answer).toContain('resolves to a local address');
+    expect(connections).toBe(0);
+    await new Promise((resolve) => tcp.close(resolve));
+  });
+
+  it.each([
+    ['garbage', 'hello\r\n\r\n'],
+    ['an origin-form request (not a proxy request)', 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'],
+    ['https:// in absolute form', 'GET https://127.0.0.1/ HTTP/1.1\r\n\r\n'],
+    ['CONNECT without a port', 'CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n'],
+    ['credentials in the URL', 'GET http://u:p@127.0.0.1/ HTTP/1.1\r\n\r\n'],
+    [
+      'a header with a newline smuggled in',
+      'GET http://127.0.0.1/ HTTP/1.1\r\nX: a\nInjected: 1\r\n\r\n',
+    ],
+  ])('answers 400 to %s and connects nowhere', async (_, request) => {
+    const answer = await exchange(proxy.socketPath, request);
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request/);
+    expect(allowed.requests).toHaveLength(0);
+    expect(proxy.events[0]).toMatchObject({ verdict: 'malformed' });
+  });
+
+  it('answers 431 to a request head over the limit without waiting for its end', async () => {
+    const answer = await exchange(
+      proxy.socketPath,
+      `GET http://127.0.0.1:${allowed.port}/ HTTP/1.1\r\nX: ${'a'.repeat(20_000)}`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 431/);
+    expect(allowed.requests).toHaveLength(0);
+  });
+
+  it('answers 502 when an allowed origin is down', async () => {
+    const port = other.port;
+    other.server.closeAllConnections();
+    await new Promise((resolve) => other.server.close(resolve));
+    other.server = createHttpServer();
+    origins = [parseAllowedOrigin(`http://127.0.0.1:${port}`)];
+    const answer = await exchange(
+      proxy.socketPath,
+      `GET http://127.0.0.1:${port}/ HTTP/1.1\r\n\r\n`,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 502/);
+    expect(proxy.events[0]).toMatchObject({ verdict: 'failed' });
+    other.server.listen(0, '127.0.0.1');
+  });
+});
