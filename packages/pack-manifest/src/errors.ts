@@ -26,7 +26,15 @@ export type PackManifestErrorCode =
   /** No pack by that name (or version) in the workspace or `$PACKWARDEN_HOME`. */
   | 'ERR_PACK_NOT_FOUND'
   /** `current.txt` of an installed pack is missing, empty or not a version. */
-  | 'ERR_PACK_CURRENT_INVALID';
+  | 'ERR_PACK_CURRENT_INVALID'
+  /** `parseStrictJson`: the text is not one JSON value (RFC 8259), or has an escaped lone surrogate. */
+  | 'ERR_JSON_SYNTAX'
+  /** `parseStrictJson`: an object repeats a member name, however it is spelled (`"a"`, `"\u0061"`). */
+  | 'ERR_JSON_DUPLICATE_KEY'
+  /** `parseStrictJson`: arrays and objects nest deeper than `maxDepth`. */
+  | 'ERR_JSON_TOO_DEEP'
+  /** `parseStrictJson`: the text is longer than `maxBytes` in UTF-8. */
+  | 'ERR_JSON_TOO_LARGE';
 
 export interface ManifestIssue {
   /** Dotted field path, e.g. `metadata.version` (empty for the document itself). */

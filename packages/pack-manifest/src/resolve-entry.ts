@@ -1,5 +1,6 @@
-// `@packwarden/pack-manifest/resolve`: finding and listing packs without loading yaml or zod,
-// for tools that start fast and parse manifests only when they must.
+// `@packwarden/pack-manifest/resolve`: the light entry point, without yaml or zod, for tools that
+// start fast and parse manifests only when they must: finding and listing packs, environment and
+// home lookup, the strict JSON parser.
 export { packwardenHome, readPackwardenEnv, readPackwardenFlag } from './env.js';
 export type { Env } from './env.js';
 export { isPackManifestError, PackManifestError } from './errors.js';
@@ -20,3 +21,10 @@ export type {
   ResolvedPack,
   ResolvePackOptions,
 } from './resolve.js';
+export {
+  isJsonObject,
+  parseStrictJson,
+  STRICT_JSON_MAX_BYTES,
+  STRICT_JSON_MAX_DEPTH,
+} from './strict-json.js';
+export type { StrictJsonOptions } from './strict-json.js';

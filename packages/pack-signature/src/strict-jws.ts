@@ -1,7 +1,11 @@
 import { decodeCanonicalBase64url } from './base64url.js';
 import { PACK_SIGNATURE_ALG, PACK_SIGNATURE_MAX_BYTES } from './constants.js';
 import { kidProblem } from './kid.js';
-import { isJsonObject, parseStrictJson, StrictJsonError } from './strict-json.js';
+import {
+  isJsonObject,
+  isPackManifestError,
+  parseStrictJson,
+} from '@packwarden/pack-manifest/resolve';
 
 /** Why a `pack.sig` is malformed. Each is refused before any key is looked up. */
 export type MalformedReason =
@@ -204,12 +208,15 @@ function parseJsonObject(
   }
   let value: unknown;
   try {
-    value = parseStrictJson(text);
+    // The package-wide strict parser (pack-manifest README, "Strict JSON"); the token's size is
+    // already bounded by PACK_SIGNATURE_MAX_BYTES.
+    value = parseStrictJson(text, { what: `the ${part}`, maxBytes: PACK_SIGNATURE_MAX_BYTES });
   } catch (error) {
-    if (error instanceof StrictJsonError && error.problem === 'duplicate-key') {
-      return refuse('duplicate-key', `the ${part} repeats a key: ${error.message}`);
+    if (isPackManifestError(error) && error.code === 'ERR_JSON_DUPLICATE_KEY') {
+      return refuse('duplicate-key', error.message);
     }
-    return refuse('invalid-json', `the ${part} is not JSON: ${(error as Error).message}`);
+    if (isPackManifestError(error)) return refuse('invalid-json', error.message);
+    throw error;
   }
   if (!isJsonObject(value)) return refuse('not-an-object', `the ${part} is not a JSON object`);
   return { ok: true, value };

@@ -1,29 +1,49 @@
 /**
- * A JSON parser (RFC 8259) that refuses what `JSON.parse` lets through silently: duplicate
- * object keys (where `JSON.parse` keeps the last, so two parsers can disagree about a signed
- * token), escaped lone surrogates, and nesting deeper than a small bound.
+ * The one strict JSON parser of packwarden (RFC 8259), for every document whose meaning must not
+ * depend on which parser reads it: `pack.sig` headers and payloads, trust-root key documents and
+ * caches, store indexes. It refuses what `JSON.parse` lets through silently: duplicate object
+ * members (where `JSON.parse` keeps the last, so `{"kid": A, "kid": B}` means B to one reader and
+ * A to another), escaped lone surrogates, nesting deeper than a small bound, and text larger than
+ * a size bound. A `"__proto__"` member stays a plain member. Errors are `PackManifestError`s with
+ * `ERR_JSON_*` codes (this package's README, "Strict JSON").
  */
+import { PackManifestError } from './errors.js';
 
-export type StrictJsonProblem = 'syntax' | 'duplicate-key' | 'too-deep';
-
-export class StrictJsonError extends Error {
-  override readonly name = 'StrictJsonError';
-  readonly problem: StrictJsonProblem;
-  constructor(problem: StrictJsonProblem, message: string) {
-    super(message);
-    this.problem = problem;
-  }
-}
-
+/** Default `maxDepth`: nested arrays and objects. */
 export const STRICT_JSON_MAX_DEPTH = 32;
+/** Default `maxBytes`: UTF-8 length of the text. */
+export const STRICT_JSON_MAX_BYTES = 4 * 1024 * 1024;
+
+export interface StrictJsonOptions {
+  /** Refuse arrays and objects nested deeper than this. Default 32. */
+  maxDepth?: number;
+  /** Refuse text whose UTF-8 encoding is longer than this, before parsing. Default 4 MiB. */
+  maxBytes?: number;
+  /** Names the document in messages. Default `JSON`. */
+  what?: string;
+}
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 
-export function parseStrictJson(text: string, maxDepth = STRICT_JSON_MAX_DEPTH): unknown {
+/** Parses `text` as one JSON value; throws `PackManifestError` (`ERR_JSON_*`) when it is not. */
+export function parseStrictJson(text: string, options: StrictJsonOptions = {}): unknown {
+  const maxDepth = options.maxDepth ?? STRICT_JSON_MAX_DEPTH;
+  const maxBytes = options.maxBytes ?? STRICT_JSON_MAX_BYTES;
+  const what = options.what ?? 'JSON';
+  if (typeof text !== 'string') {
+    throw new PackManifestError('ERR_JSON_SYNTAX', `${what} is not text`);
+  }
+  // Cheap before exact: a string longer than maxBytes code units is longer in UTF-8 too.
+  if (text.length > maxBytes || Buffer.byteLength(text, 'utf8') > maxBytes) {
+    throw new PackManifestError('ERR_JSON_TOO_LARGE', `${what} is larger than ${maxBytes} bytes`);
+  }
   let at = 0;
 
   const fail = (message: string): never => {
-    throw new StrictJsonError('syntax', `${message} at offset ${at}`);
+    throw new PackManifestError(
+      'ERR_JSON_SYNTAX',
+      `${what} is not JSON: ${message} at offset ${at}`,
+    );
   };
   const skipWhitespace = (): void => {
     while (at < text.length) {
@@ -151,7 +171,10 @@ export function parseStrictJson(text: string, maxDepth = STRICT_JSON_MAX_DEPTH):
 
   const checkDepth = (depth: number): void => {
     if (depth > maxDepth) {
-      throw new StrictJsonError('too-deep', `JSON nested deeper than ${maxDepth} levels`);
+      throw new PackManifestError(
+        'ERR_JSON_TOO_DEEP',
+        `${what} nests arrays and objects deeper than ${maxDepth} levels`,
+      );
     }
   };
 
@@ -171,7 +194,10 @@ export function parseStrictJson(text: string, maxDepth = STRICT_JSON_MAX_DEPTH):
       const key = parseString();
       if (seen.has(key)) {
         const shown = JSON.stringify(key.slice(0, 40)).replace(/[^\x20-\x7e]/g, '?');
-        throw new StrictJsonError('duplicate-key', `duplicate key ${shown}`);
+        throw new PackManifestError(
+          'ERR_JSON_DUPLICATE_KEY',
+          `${what} repeats the member ${shown}`,
+        );
       }
       seen.add(key);
       skipWhitespace();
