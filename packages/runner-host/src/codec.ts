@@ -67,11 +67,18 @@ export class FrameDecoder {
   #length = 0;
   /** Bytes of the current line dropped because it is already over the cap. */
   #discarding = 0;
+  /** The last byte appended to the current line: a `\r` there is not part of the frame. */
+  #lastByte = -1;
 
   constructor(options: FrameDecoderOptions) {
     this.#onFrame = options.onFrame;
     this.#onError = options.onError;
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+  }
+
+  /** Bytes of memory the decoder holds for an incomplete line (at most the cap plus one). */
+  get allocatedBytes(): number {
+    return this.#buffer.length;
   }
 
   /** Bytes of an incomplete line held so far. */
@@ -88,14 +95,15 @@ export class FrameDecoder {
         this.#append(bytes, start, bytes.length);
         return;
       }
-      if (this.#discarding > 0) {
-        this.#reportOversize(this.#discarding + (newline - start));
-      } else if (this.#length === 0) {
+      if (this.#length === 0 && this.#discarding === 0) {
         this.#line(bytes, start, newline);
       } else {
         this.#append(bytes, start, newline);
-        if (this.#discarding > 0) this.#reportOversize(this.#discarding);
-        else this.#line(this.#buffer, 0, this.#length);
+        if (this.#discarding > 0) {
+          this.#reportOversize(this.#discarding - (this.#lastByte === CARRIAGE_RETURN ? 1 : 0));
+        } else {
+          this.#line(this.#buffer, 0, this.#length);
+        }
       }
       this.#reset();
       start = newline + 1;
@@ -117,7 +125,11 @@ export class FrameDecoder {
 
   #append(source: Buffer, from: number, to: number): void {
     const count = to - from;
-    if (this.#discarding > 0 || this.#length + count > this.#maxFrameBytes) {
+    if (count > 0) this.#lastByte = source[to - 1] as number;
+    // One byte over the cap is kept: it may be the `\r` of a `\r\n` ending, which is not part
+    // of the frame. Only the finished line is measured (in #line), so a frame of exactly the cap
+    // gets the same verdict whether its `\r` and `\n` arrive in one chunk or two.
+    if (this.#discarding > 0 || this.#length + count > this.#maxFrameBytes + 1) {
       this.#discarding += this.#length + count;
       this.#length = 0;
       return;
@@ -136,6 +148,7 @@ export class FrameDecoder {
   #reset(): void {
     this.#length = 0;
     this.#discarding = 0;
+    this.#lastByte = -1;
     // Do not keep a 16 MiB buffer alive because one frame was large.
     if (this.#buffer.length > 1024 * 1024) this.#buffer = Buffer.allocUnsafe(0);
   }
