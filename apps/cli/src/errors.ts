@@ -1,12 +1,35 @@
+/**
+ * The CLI's own failures (library errors keep their packages' codes). Codes are API: they appear
+ * in the `--json` error document; documented in apps/cli/README.md, never reused.
+ */
+export type CliErrorCode =
+  /** Bad flags or arguments, including commander's own usage errors. */
+  | 'ERR_CLI_USAGE'
+  /** A failure of the CLI's own that has no more specific code. */
+  | 'ERR_CLI_FAILED'
+  /** A bare pack name names both a folder in the current directory and an installed pack. */
+  | 'ERR_CLI_PACK_AMBIGUOUS'
+  /** `pack verify --all DIR` found no pack folder under DIR: nothing was verified. */
+  | 'ERR_CLI_NO_PACKS'
+  /** The trust-root flags or variables are misconfigured (bad pin, unreadable keys file…). */
+  | 'ERR_CLI_TRUST_CONFIG'
+  /** A private key file is missing, unsafe (readable by others), too large or not writable. */
+  | 'ERR_CLI_KEY_FILE'
+  /** A key or key id given to `pack sign` was refused. */
+  | 'ERR_CLI_SIGNING_KEY';
+
 /** A failure the CLI reports as it is, with the exit code it should end with. */
 export class CliError extends Error {
   override readonly name = 'CliError';
+  readonly code: CliErrorCode;
   constructor(
     message: string,
     readonly exitCode: number,
     readonly hint?: string,
+    options: { code?: CliErrorCode; cause?: unknown } = {},
   ) {
-    super(message);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = options.code ?? (exitCode === EXIT.usage ? 'ERR_CLI_USAGE' : 'ERR_CLI_FAILED');
   }
 }
 
@@ -59,7 +82,7 @@ export function describeError(error: unknown): {
   exitCode: number;
 } {
   if (error instanceof CliError)
-    return { message: error.message, hint: error.hint, exitCode: error.exitCode };
+    return { message: error.message, code: error.code, hint: error.hint, exitCode: error.exitCode };
   if (isCoded(error) && error.code.startsWith('ERR_')) {
     return {
       message: error.message,

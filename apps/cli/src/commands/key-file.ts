@@ -4,6 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import { CliError, EXIT } from '../errors.js';
 
 const MAX_KEY_FILE_BYTES = 64 * 1024;
+const KEY_FILE = { code: 'ERR_CLI_KEY_FILE' } as const;
 
 /**
  * Reads a private signing key, refusing one that group or others can read: a signing key that
@@ -18,21 +19,29 @@ export async function readPrivateKeyFile(path: string): Promise<string> {
       `cannot read the key file ${path}: ${(cause as Error).message}`,
       EXIT.usage,
       'create one with `packwarden pack keygen -o FILE`',
+      KEY_FILE,
     );
   }
-  if (!info.isFile()) throw new CliError(`${path} is not a regular file`, EXIT.usage);
+  if (!info.isFile())
+    throw new CliError(`${path} is not a regular file`, EXIT.usage, undefined, KEY_FILE);
   if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
     throw new CliError(
       `the key file ${path} is readable by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}); refusing to sign with it`,
       EXIT.usage,
       `chmod 600 ${path}, and consider the key exposed if others could read it`,
+      KEY_FILE,
     );
   }
   if (info.size > MAX_KEY_FILE_BYTES)
-    throw new CliError(`${path} is too large to be a PEM key`, EXIT.usage);
+    throw new CliError(`${path} is too large to be a PEM key`, EXIT.usage, undefined, KEY_FILE);
   const handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0)).catch(
     (cause: Error) => {
-      throw new CliError(`cannot read the key file ${path}: ${cause.message}`, EXIT.usage);
+      throw new CliError(
+        `cannot read the key file ${path}: ${cause.message}`,
+        EXIT.usage,
+        undefined,
+        KEY_FILE,
+      );
     },
   );
   try {
@@ -61,6 +70,7 @@ export async function writePrivateKeyFile(
       `${path} already exists`,
       EXIT.usage,
       'choose another -o FILE, or pass --force to replace it',
+      KEY_FILE,
     );
   }
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
@@ -69,7 +79,7 @@ export async function writePrivateKeyFile(
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
     0o600,
   ).catch((cause: Error) => {
-    throw new CliError(`cannot write ${path}: ${cause.message}`, EXIT.usage);
+    throw new CliError(`cannot write ${path}: ${cause.message}`, EXIT.usage, undefined, KEY_FILE);
   });
   try {
     await handle.writeFile(pem);

@@ -1,4 +1,4 @@
-import { lstat, writeFile } from 'node:fs/promises';
+import { lstat, stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { computePackDigest, formatManifest, type PackDigest } from '@packwarden/pack-digest';
 import type { LoadedManifest } from '@packwarden/pack-manifest';
@@ -8,8 +8,8 @@ import {
   resolvePack,
   type ResolvedPack,
 } from '@packwarden/pack-manifest/resolve';
-import { EXIT } from '../errors.js';
-import { printJson, type CliIo } from '../io.js';
+import { CliError, EXIT } from '../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
 
 interface JsonOption {
   json?: boolean;
@@ -18,11 +18,37 @@ interface JsonOption {
 // yaml and zod cost tens of milliseconds to load: only commands that parse a manifest pay.
 const manifestLibrary = () => import('@packwarden/pack-manifest');
 
+/**
+ * Resolves a `<pack>` argument the way every pack command does (README "Naming a pack"): a path
+ * is a path; a bare name is an installed pack, unless a folder of that name exists in the
+ * current directory. Then the command refuses as ambiguous rather than guess: verifying or
+ * signing the installed copy while the user meant the folder (or the reverse) reports on the
+ * wrong code. `./name` names the folder, the installed pack's path names the pack.
+ */
+export async function resolvePackArgument(io: CliIo, ref: string): Promise<ResolvedPack> {
+  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  if (resolved.source === 'path') return resolved;
+  const folder = resolve(io.cwd, ref);
+  const folderExists = await stat(folder).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (folderExists) {
+    throw new CliError(
+      `"${ref}" names both the folder ${folder} and the installed pack ${resolved.dir}`,
+      EXIT.usage,
+      `write ./${ref} for the folder, or ${resolved.dir} for the installed pack`,
+      { code: 'ERR_CLI_PACK_AMBIGUOUS' },
+    );
+  }
+  return resolved;
+}
+
 async function loadPack(
   io: CliIo,
   ref: string,
 ): Promise<{ resolved: ResolvedPack; loaded: LoadedManifest }> {
-  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  const resolved = await resolvePackArgument(io, ref);
   const { loadPackManifest } = await manifestLibrary();
   return { resolved, loaded: loadPackManifest(resolved.dir) };
 }
@@ -39,12 +65,18 @@ export async function packList(io: CliIo, options: JsonOption): Promise<number> 
     );
     return EXIT.ok;
   }
-  const width = Math.max(...packs.map((pack) => pack.name.length));
-  for (const pack of packs) {
-    const version = pack.version ?? '-';
-    const note = pack.problem ? `  (broken: ${pack.problem})` : '';
+  // Names, versions and folders come from the file system and current.txt: shown, never obeyed.
+  const rows = packs.map((pack) => ({
+    name: safe(pack.name),
+    version: safe(pack.version ?? '-'),
+    source: safe(pack.source),
+    dir: safe(pack.dir),
+    note: pack.problem ? `  (broken: ${safe(pack.problem)})` : '',
+  }));
+  const width = Math.max(...rows.map((row) => row.name.length));
+  for (const row of rows) {
     io.stdout.write(
-      `${pack.name.padEnd(width)}  ${version.padEnd(12)}  ${pack.source.padEnd(9)}  ${pack.dir}${note}\n`,
+      `${row.name.padEnd(width)}  ${row.version.padEnd(12)}  ${row.source.padEnd(9)}  ${row.dir}${row.note}\n`,
     );
   }
   return EXIT.ok;
@@ -56,7 +88,10 @@ export async function packValidate(io: CliIo, ref: string, options: JsonOption):
     const { name, version } = loaded.manifest.metadata;
     if (options.json)
       printJson(io, { valid: true, pack: { name, version }, dir: resolved.dir, issues: [] });
-    else io.stdout.write(`ok: ${name}@${version} is a valid Agent Pack (${loaded.file})\n`);
+    else
+      io.stdout.write(
+        `ok: ${safe(`${name}@${version}`)} is a valid Agent Pack (${safe(loaded.file)})\n`,
+      );
     return EXIT.ok;
   } catch (error) {
     if (!isPackManifestError(error)) throw error;
@@ -70,10 +105,11 @@ export async function packValidate(io: CliIo, ref: string, options: JsonOption):
       return EXIT.failure;
     }
     if (error.issues.length > 0) {
-      io.stderr.write(`invalid: ${error.file ?? ref}\n`);
+      io.stderr.write(`invalid: ${safe(error.file ?? ref)}\n`);
       const { formatManifestIssue } = await manifestLibrary();
+      // Issue messages quote values from agent.yaml.
       for (const issue of error.issues)
-        io.stderr.write(`  ${formatManifestIssue(issue, error.file)}\n`);
+        io.stderr.write(`  ${safe(formatManifestIssue(issue, error.file))}\n`);
       return EXIT.failure;
     }
     throw error;
@@ -88,7 +124,7 @@ async function digestAndLoad(
   io: CliIo,
   ref: string,
 ): Promise<{ resolved: ResolvedPack; loaded: LoadedManifest; digest: PackDigest }> {
-  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  const resolved = await resolvePackArgument(io, ref);
   const hashing = computePackDigest(resolved.dir);
   hashing.catch(() => undefined);
   const { loadPackManifest } = await manifestLibrary();
@@ -114,9 +150,11 @@ export async function packDigest(
       ...(options.files ? { files: digest.entries } : {}),
     });
   } else if (options.files) {
+    // Machine output, like --json: byte for byte what the digest hashes (pack-digest refuses
+    // names with control characters, SPEC.md), so `sha256sum` of it is the digest.
     io.stdout.write(formatManifest(digest.entries));
   } else {
-    io.stdout.write(`${digest.digest}  ${name}@${version}\n`);
+    io.stdout.write(`${digest.digest}  ${safe(`${name}@${version}`)}\n`);
   }
   return EXIT.ok;
 }
@@ -167,7 +205,9 @@ export async function packInfo(io: CliIo, ref: string, options: JsonOption): Pro
     ['engine folders', engineFolders.length === 0 ? 'none' : engineFolders.join(', ')],
     ['digest', digest.digest],
   ];
-  for (const [label, value] of rows) io.stdout.write(`${label.padEnd(15)} ${value}\n`);
+  // Every value but the digest comes from the pack (agent.yaml, file names): a description
+  // holding `ESC]52;…` or `ESC[2J` is shown as text, never sent to the terminal.
+  for (const [label, value] of rows) io.stdout.write(`${label.padEnd(15)} ${safe(value)}\n`);
   return EXIT.ok;
 }
 
@@ -183,7 +223,7 @@ export async function packSchema(io: CliIo, options: { output?: string }): Promi
   const text = `${JSON.stringify(agentManifestJsonSchema(), null, 2)}\n`;
   if (options.output) {
     await writeFile(resolve(io.cwd, options.output), text);
-    io.stderr.write(`wrote ${options.output}\n`);
+    io.stderr.write(`wrote ${safe(options.output)}\n`);
   } else {
     io.stdout.write(text);
   }

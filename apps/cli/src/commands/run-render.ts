@@ -1,12 +1,18 @@
 import type { QuestionFrame, RunEvent, RunOutcome, WelcomeFrame } from '@packwarden/runner-host';
-import type { CliIo } from '../io.js';
+import { terminalSafe, type CliIo } from '../io.js';
 
 const MAX_SHOWN = 300;
+
+// Everything a turn prints comes from the engine (model text, tool names and payloads, warnings):
+// it is shown, never obeyed by the terminal. Free text keeps its line feeds and tabs; a tool name
+// or payload stays on its line.
+const block = (text: string) => terminalSafe(text, { multiline: true });
+const inline = (text: string) => terminalSafe(text);
 
 function brief(value: unknown): string {
   if (value === undefined) return '';
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
+  return inline(text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text);
 }
 
 /** How `packwarden run` shows a turn: live with colours on a terminal, plain lines otherwise. */
@@ -49,15 +55,15 @@ export function humanRenderer(io: CliIo): TurnRenderer {
     event(event) {
       switch (event.type) {
         case 'text':
-          return write(event.delta);
+          return write(block(event.delta));
         case 'thinking':
-          if (tty) write(paint('2;3', event.delta));
+          if (tty) write(paint('2;3', block(event.delta)));
           return;
         case 'tool_start':
           return line(
             tty
-              ? paint('36', `▸ ${event.name} ${brief(event.input)}`)
-              : `[tool] ${event.name} ${brief(event.input)}`,
+              ? paint('36', `▸ ${inline(event.name)} ${brief(event.input)}`)
+              : `[tool] ${inline(event.name)} ${brief(event.input)}`,
           );
         case 'tool_end': {
           const label = event.isError === true ? 'tool failed' : 'tool done';
@@ -65,23 +71,25 @@ export function humanRenderer(io: CliIo): TurnRenderer {
             tty
               ? paint(
                   event.isError === true ? '31' : '36',
-                  `◂ ${event.name} → ${brief(event.output)}`,
+                  `◂ ${inline(event.name)} → ${brief(event.output)}`,
                 )
-              : `[${label}] ${event.name} → ${brief(event.output)}`,
+              : `[${label}] ${inline(event.name)} → ${brief(event.output)}`,
           );
         }
         case 'progress':
-          return line(tty ? paint('2', `… ${event.message}`) : `[progress] ${event.message}`);
+          return line(
+            tty ? paint('2', `… ${inline(event.message)}`) : `[progress] ${inline(event.message)}`,
+          );
         case 'warning':
           if (!atLineStart) write('\n');
-          io.stderr.write(`warning: ${event.message} (${event.code})\n`);
+          io.stderr.write(`warning: ${block(event.message)} (${inline(event.code)})\n`);
           return;
         default:
           return;
       }
     },
     question(frame, answer) {
-      line(`${tty ? paint('33', '?') : '[question]'} ${frame.prompt} → ${answer}`);
+      line(`${tty ? paint('33', '?') : '[question]'} ${block(frame.prompt)} → ${inline(answer)}`);
     },
     end(outcome, workspace) {
       if (!atLineStart) write('\n');
@@ -90,9 +98,11 @@ export function humanRenderer(io: CliIo): TurnRenderer {
           outcome.stopReason === 'end_turn' ? 'turn completed\n' : 'turn cancelled\n',
         );
       } else {
-        io.stderr.write(`turn failed: ${outcome.error.message} (${outcome.error.code})\n`);
+        io.stderr.write(
+          `turn failed: ${block(outcome.error.message)} (${inline(outcome.error.code)})\n`,
+        );
       }
-      io.stderr.write(`workspace: ${workspace}\n`);
+      io.stderr.write(`workspace: ${inline(workspace)}\n`);
     },
   };
 }

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
 import { generateKeypair, signPack } from '@packwarden/pack-signature';
-import { resolvePack } from '@packwarden/pack-manifest/resolve';
 import { CliError, EXIT } from '../errors.js';
-import { printJson, type CliIo } from '../io.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
+import { resolvePackArgument } from './pack-actions.js';
 import { readPrivateKeyFile, writePrivateKeyFile } from './key-file.js';
 
 export interface KeygenFlags {
@@ -61,20 +61,25 @@ export interface SignFlags {
 
 export async function packSign(io: CliIo, ref: string, flags: SignFlags): Promise<number> {
   const privateKeyPem = await readPrivateKeyFile(resolve(io.cwd, flags.key));
-  const { dir } = await resolvePack(ref, { cwd: io.cwd, env: io.env });
+  const { dir } = await resolvePackArgument(io, ref);
   let signed;
   try {
     signed = await signPack(dir, { privateKeyPem, kid: flags.kid, fileList: flags.fileList });
   } catch (error) {
     const code = (error as { code?: string }).code ?? '';
     // A bad key or kid is the operator's configuration, not the pack's fault.
-    if (/KEY|KID/.test(code)) throw new CliError((error as Error).message, EXIT.usage);
+    if (/KEY|KID/.test(code))
+      throw new CliError((error as Error).message, EXIT.usage, undefined, {
+        code: 'ERR_CLI_SIGNING_KEY',
+        cause: error,
+      });
     throw error;
   }
   const { payload } = signed;
   if (flags.json) {
     printJson(io, {
       file: signed.file,
+      dir,
       kid: flags.kid,
       pack: { name: payload.pack, version: payload.packVersion },
       digest: payload.digest,
@@ -84,8 +89,9 @@ export async function packSign(io: CliIo, ref: string, flags: SignFlags): Promis
     });
     return EXIT.ok;
   }
+  // The folder signed is always named: a bare name may be an installed pack, not a folder here.
   io.stdout.write(
-    `signed ${payload.pack}@${payload.packVersion} with ${flags.kid}\n  digest ${payload.digest}\n  wrote  ${signed.file}` +
+    `signed ${safe(`${payload.pack}@${payload.packVersion}`)} with ${safe(flags.kid)}\n  folder ${safe(dir)}\n  digest ${payload.digest}\n  wrote  ${safe(signed.file)}` +
       `${payload.files === undefined ? ' (without a file list)' : ` (with the list of ${payload.files.length} files)`}\n`,
   );
   return EXIT.ok;

@@ -44,7 +44,11 @@ PACKWARDEN_PACK_JWKS_PINS, PACKWARDEN_LEASE_URL. Each also answers to its AGENTH
 }
 
 /** Loads the trust root the flags and environment describe. Never throws for a failing source. */
-export async function loadTrustRootFromFlags(io: CliIo, flags: TrustFlags) {
+export async function loadTrustRootFromFlags(
+  io: CliIo,
+  flags: TrustFlags,
+  overrides: { cacheDir?: string | false } = {},
+) {
   const { loadPackTrustRoot } = await import('@packwarden/trust-root');
   const { resolve } = await import('node:path');
   return loadPackTrustRoot({
@@ -53,5 +57,6 @@ export async function loadTrustRootFromFlags(io: CliIo, flags: TrustFlags) {
     ...(flags.jwks === undefined ? {} : { jwksUrl: flags.jwks }),
     ...(flags.pin === undefined ? {} : { pins: flags.pin }),
     ...(flags.leaseUrl === undefined ? {} : { leaseUrl: flags.leaseUrl }),
+    ...overrides,
   });
 }

@@ -6,10 +6,10 @@ import {
   verifyPack,
   type PackVerification,
 } from '@packwarden/pack-signature';
-import { resolvePack } from '@packwarden/pack-manifest/resolve';
 import { describeTrustRoot, selectTrustedKey, type PackTrustRoot } from '@packwarden/trust-root';
 import { CliError, EXIT } from '../errors.js';
-import { printJson, type CliIo } from '../io.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
+import { resolvePackArgument } from './pack-actions.js';
 import { loadTrustRootFromFlags, type TrustFlags } from './trust-options.js';
 
 export interface VerifyFlags extends TrustFlags {
@@ -33,16 +33,21 @@ const CONFIG_CODES = new Set([
   'ERR_KEY_INVALID',
 ]);
 
-export async function loadTrustRootOrExit(io: CliIo, flags: TrustFlags): Promise<PackTrustRoot> {
-  const root = await loadTrustRootFromFlags(io, flags);
+export async function loadTrustRootOrExit(
+  io: CliIo,
+  flags: TrustFlags,
+  overrides: { cacheDir?: string | false } = {},
+): Promise<PackTrustRoot> {
+  const root = await loadTrustRootFromFlags(io, flags, overrides);
   if (root.status === 'unavailable' && CONFIG_CODES.has(root.code)) {
     throw new CliError(
       `the trust root is misconfigured: ${root.reason}`,
       EXIT.usage,
       'check --keys / --jwks / --pin and the PACKWARDEN_* variables',
+      { code: 'ERR_CLI_TRUST_CONFIG' },
     );
   }
-  for (const warning of root.warnings) io.stderr.write(`warning: ${warning}\n`);
+  for (const warning of root.warnings) io.stderr.write(`warning: ${safe(warning)}\n`);
   return root;
 }
 
@@ -63,7 +68,15 @@ async function findPackFolders(root: string, maxDepth = 8, maxPacks = 10_000): P
       entries = await readdir(dir, { withFileTypes: true });
     } catch (cause) {
       if (depth === 0)
-        throw new CliError(`cannot read ${dir}: ${(cause as Error).message}`, EXIT.usage);
+        throw new CliError(
+          `cannot read ${dir}: ${(cause as Error).message}`,
+          EXIT.usage,
+          undefined,
+          {
+            code: 'ERR_CLI_USAGE',
+            cause,
+          },
+        );
       return;
     }
     if (entries.some((entry) => entry.name === 'agent.yaml' && entry.isFile())) {
@@ -83,21 +96,27 @@ async function findPackFolders(root: string, maxDepth = 8, maxPacks = 10_000): P
   return found;
 }
 
-/** One line per pack: kind, identity, and the first line of the library's message. */
+/**
+ * One line per pack: kind, identity, the first line of the library's message, and always the
+ * folder that was checked (a bare name may be an installed pack rather than a folder here).
+ * Identities, kids and messages come from the pack: shown, never obeyed by the terminal.
+ */
 function summaryLine(outcome: PackOutcome, cwd: string): string {
   const { result } = outcome;
-  const where = relative(cwd, outcome.dir) || '.';
+  const where = safe(relative(cwd, outcome.dir) || '.');
   // The identity is shown only once the signature vouches for it.
-  const id =
+  const vouched =
     result.kind === 'verified' || result.kind === 'digest-unsupported' || result.kind === 'invalid'
-      ? (identity(result) ?? where)
-      : where;
+      ? identity(result)
+      : undefined;
+  const id = vouched === undefined ? where : safe(vouched);
   if (result.kind === 'verified')
-    return `verified            ${id}  signed by ${result.kid}  (${where})`;
+    return `verified            ${id}  signed by ${safe(result.kid)}  (folder ${where})`;
   if (result.kind === 'unsigned' && !outcome.failed) {
     return `unsigned            ${where}  (allowed: --require-signed not given)`;
   }
-  return `${result.kind.padEnd(20)}${id}  ${result.message.split('\n')[0]}`;
+  const message = safe(result.message.split('\n')[0] ?? '');
+  return `${result.kind.padEnd(20)}${id}  ${message}${id === where ? '' : `  (folder ${where})`}`;
 }
 
 function identity(result: PackVerification): string | undefined {
@@ -135,11 +154,17 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
     flags.all !== undefined
       ? (await findPackFolders(resolve(io.cwd, flags.all))).map((dir) => ({ target: dir, dir }))
       : await Promise.all(
-          refs.map(async (ref) => ({
-            target: ref,
-            dir: (await resolvePack(ref, { cwd: io.cwd, env: io.env })).dir,
-          })),
+          refs.map(async (ref) => ({ target: ref, dir: (await resolvePackArgument(io, ref)).dir })),
         );
+  // A wrong path in CI must not pass as "nothing failed": no pack found is a failure.
+  if (targets.length === 0) {
+    throw new CliError(
+      `no pack folder (a folder holding agent.yaml) under ${resolve(io.cwd, flags.all ?? '.')}: nothing was verified`,
+      EXIT.failure,
+      'check the path given to --all (packs-dir in the GitHub Action)',
+      { code: 'ERR_CLI_NO_PACKS' },
+    );
+  }
   const batch = flags.all !== undefined || refs.length > 1;
   const root = await loadTrustRootOrExit(io, flags);
   const selectKey = (kid: string, at: Date) => selectTrustedKey(root, kid, { at });
@@ -178,7 +203,7 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
     return exitCode;
   }
   if (!batch && firstFailure)
-    io.stderr.write(`fix: ${describePackRefusal(firstFailure.result).fix}\n`);
+    io.stderr.write(`fix: ${safe(describePackRefusal(firstFailure.result).fix)}\n`);
   if (batch) {
     io.stdout.write(`verified ${verified}, unsigned ${unsigned}, failed ${failedCount}\n`);
   }
@@ -195,11 +220,12 @@ export async function trustShow(
     printJson(io, { trustRoot: description });
     return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
   }
+  // Key ids, reasons and warnings come from keys files and key servers: shown, never obeyed.
   const lines = [
     `source:  ${description.source.kind}`,
     `status:  ${description.status}${description.stale ? ' (stale cached copy)' : ''}`,
   ];
-  if (description.reason) lines.push(`reason:  ${description.reason}`);
+  if (description.reason) lines.push(`reason:  ${safe(description.reason)}`);
   if (description.fetchedAt) lines.push(`fetched: ${description.fetchedAt}`);
   lines.push(`keys:    ${description.keys.length}`);
   for (const key of description.keys) {
@@ -210,12 +236,12 @@ export async function trustShow(
       .filter(Boolean)
       .join(' ');
     lines.push(
-      `  ${key.kid}  ${key.thumbprint}${window ? `  ${window}` : ''}${key.revoked ? '  REVOKED' : ''}`,
+      `  ${safe(key.kid)}  ${safe(key.thumbprint)}${window ? `  ${safe(window)}` : ''}${key.revoked ? '  REVOKED' : ''}`,
     );
   }
   for (const rejected of description.rejectedKeys)
-    lines.push(`  rejected ${rejected.kid ?? '(no kid)'}: ${rejected.message}`);
-  for (const warning of description.warnings) lines.push(`warning: ${warning}`);
+    lines.push(`  rejected ${safe(rejected.kid ?? '(no kid)')}: ${safe(rejected.message)}`);
+  for (const warning of description.warnings) lines.push(`warning: ${safe(warning)}`);
   io.stdout.write(`${lines.join('\n')}\n`);
   return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
 }
