@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
 import { TRUST_ROOT_LIMITS } from './limits.js';
@@ -173,7 +174,11 @@ function unsafeOwner(stats: StatsLike, kind: 'file' | 'folder'): string | undefi
 
 function safeJson(text: string): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return parseStrictJson(text, {
+      maxBytes: TRUST_ROOT_LIMITS.maxCacheFileBytes,
+      maxDepth: TRUST_ROOT_LIMITS.maxDocumentDepth,
+      what: 'the cache entry',
+    });
   } catch {
     return undefined;
   }

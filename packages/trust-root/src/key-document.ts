@@ -1,3 +1,4 @@
+import { isPackManifestError, parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
 import { TrustRootError } from './errors.js';
@@ -72,16 +73,29 @@ export function parseKeyDocument(
 }
 
 function parseJson(text: string, what: string): unknown {
-  if (Buffer.byteLength(text, 'utf8') > TRUST_ROOT_LIMITS.maxDocumentBytes) {
-    throw new TrustRootError(
-      'ERR_KEYS_TOO_LARGE',
-      `${what} is larger than ${TRUST_ROOT_LIMITS.maxDocumentBytes} bytes.`,
-    );
-  }
   try {
-    return JSON.parse(text) as unknown;
+    // The strict parser (pack-manifest README, "Strict JSON"): with JSON.parse a repeated member
+    // would silently win, so `{"release": A, "release": B}` would trust B and
+    // `"revoked": true, "revoked": false` a revoked key. A repeated member refuses the document.
+    return parseStrictJson(text, {
+      maxBytes: TRUST_ROOT_LIMITS.maxDocumentBytes,
+      maxDepth: TRUST_ROOT_LIMITS.maxDocumentDepth,
+      what,
+    });
   } catch (cause) {
-    throw new TrustRootError('ERR_KEYS_PARSE', `${what} is not valid JSON.`, { cause });
+    if (!isPackManifestError(cause)) throw cause;
+    if (cause.code === 'ERR_JSON_TOO_LARGE') {
+      throw new TrustRootError(
+        'ERR_KEYS_TOO_LARGE',
+        `${what} is larger than ${TRUST_ROOT_LIMITS.maxDocumentBytes} bytes.`,
+        { cause },
+      );
+    }
+    throw new TrustRootError(
+      cause.code === 'ERR_JSON_DUPLICATE_KEY' ? 'ERR_KEYS_DUPLICATE_MEMBER' : 'ERR_KEYS_PARSE',
+      `${cause.message}.`,
+      { cause },
+    );
   }
 }
 

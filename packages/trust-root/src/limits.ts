@@ -2,6 +2,8 @@
 export const TRUST_ROOT_LIMITS = Object.freeze({
   /** Largest keys file, inline key document, JWKS or `/api/keys` body, in bytes. */
   maxDocumentBytes: 256 * 1024,
+  /** Deepest nesting of arrays and objects in a key document or cache file. */
+  maxDocumentDepth: 8,
   /** Most keys one document may list; a larger document is refused as a whole. */
   maxKeys: 100,
   /** Most pins accepted. */
