@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { SandboxError } from '../errors.js';
 import { ISOLATION_LIMITS } from './limits.js';
 
@@ -33,6 +34,13 @@ function validPort(text: string): number | undefined {
   return Number.isInteger(port) && port >= 1 && port <= 65535 ? port : undefined;
 }
 
+const DNS_NAME =
+  /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+
+function isPlainHost(host: string): boolean {
+  return isIP(host) !== 0 || (host.length <= 253 && DNS_NAME.test(host));
+}
+
 /** `host:port` (CONNECT's authority form) → host and port, or undefined when malformed. */
 export function parseAuthority(authority: string): { host: string; port: number } | undefined {
   const match = HOST_PORT.exec(authority);
@@ -65,6 +73,8 @@ export function parseAllowedOrigin(entry: string): AllowedOrigin {
   if (!entry.includes('://')) {
     const authority = parseAuthority(entry);
     if (!authority) throw invalid('expected scheme://host[:port] or host:port');
+    if (!isPlainHost(authority.host))
+      throw invalid('a host is a DNS name or an IP address (no wildcards)');
     return { scheme: 'any', ...authority };
   }
   let url: URL;
@@ -78,7 +88,8 @@ export function parseAllowedOrigin(entry: string): AllowedOrigin {
   if (url.username !== '' || url.password !== '') throw invalid('credentials are not allowed');
   if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '')
     throw invalid('an origin has no path, query or fragment');
-  if (url.hostname === '') throw invalid('no host');
+  if (!isPlainHost(normaliseHost(url.hostname)))
+    throw invalid('a host is a DNS name or an IP address (no wildcards)');
   const port = url.port === '' ? DEFAULT_PORT[scheme] : validPort(url.port);
   if (port === undefined) throw invalid('bad port');
   return { scheme, host: normaliseHost(url.hostname), port };
