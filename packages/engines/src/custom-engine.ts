@@ -248,22 +248,19 @@ export async function loadCustomEngine(
     emitter: EngineEmitter,
     message: string,
   ): Promise<Record<string, unknown>> {
-    const engineHomeDir = await ensureDirNoFollow(
-      runtime.stateDir,
-      ['engines', manifest.id, 'home'],
-      0o700,
-    );
     const key = runOptions.sessionId ?? 'default';
-    const engineSessionDir = await ensureDirNoFollow(
-      runtime.stateDir,
-      [
-        'engines',
-        manifest.id,
-        'sessions',
-        createHash('sha256').update(key).digest('hex').slice(0, 32),
-      ],
-      0o700,
-    );
+    const stateDir = (segments: string[]) =>
+      ensureDirNoFollow(runtime.stateDir, ['engines', manifest.id, ...segments], 0o700).catch(
+        (error: unknown) => {
+          if (error instanceof UnsafePathError) error.code = 'engine_state_refused';
+          throw error;
+        },
+      );
+    const engineHomeDir = await stateDir(['home']);
+    const engineSessionDir = await stateDir([
+      'sessions',
+      createHash('sha256').update(key).digest('hex').slice(0, 32),
+    ]);
     let synced: SyncedPaths = {
       ...(content.systemPromptPath !== undefined
         ? { rulesFilePath: content.systemPromptPath }

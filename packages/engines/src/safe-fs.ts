@@ -9,7 +9,8 @@ import { isAbsolute, join, relative, sep } from 'node:path';
  * operation (README, "Custom engines": "workspaceSync").
  */
 export class UnsafePathError extends Error {
-  readonly code = 'workspace_sync_refused';
+  /** The turn's failure code: `workspace_sync_refused`, or `engine_state_refused` for the state dir. */
+  code: 'workspace_sync_refused' | 'engine_state_refused' = 'workspace_sync_refused';
   constructor(message: string) {
     super(message);
     this.name = 'UnsafePathError';

@@ -1,0 +1,224 @@
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { WrappableCommand } from '../src/index.js';
+import { loadCustomEngine } from '../src/index.js';
+import { textOf, wireSession } from './contract-helpers.js';
+import { cleanTemps, tempDir } from './helpers.js';
+
+afterEach(cleanTemps);
+
+const KEY = 'sk-routing-key-never-leaks-4242';
+
+function engineFolder(source: string, manifest: Record<string, unknown> = {}): string {
+  const dir = join(tempDir(), 'engines', 'e');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'engine.manifest.json'),
+    JSON.stringify({ version: 2, id: 'e', entry: './engine.mjs', engineExport: 'E', ...manifest }),
+  );
+  writeFileSync(join(dir, 'engine.mjs'), source);
+  return dir;
+}
+
+const pack = { id: 'p', version: '1.0.0', fileAccess: 'workspace-write' as const };
+const runtime = () => ({ workspaceRoot: tempDir(), stateDir: tempDir() });
+
+describe('the engine process', () => {
+  test('starts through the CommandWrapper, in the workspace, with only the environment it must have', async () => {
+    const dir = engineFolder(
+      `
+      export class E {
+        async run(turn) {
+          await turn.emitter.text(JSON.stringify({
+            mark: process.env.WRAPPED_BY_TEST ?? null,
+            envNames: Object.keys(process.env).filter((n) => n !== 'WRAPPED_BY_TEST').sort(),
+            keyInProcessEnv: Object.values(process.env).includes(turn.routing.apiKey),
+            keyInTurnEnv: turn.env.E_API_KEY === turn.routing.apiKey,
+            cwd: process.cwd(),
+          }));
+        }
+      }`,
+      { model: { apiKeyEnvVar: 'E_API_KEY' } },
+    );
+    const seen: WrappableCommand[] = [];
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, {
+      pack,
+      runtime: rt,
+      wrap: (command) => {
+        seen.push(command);
+        return {
+          file: '/usr/bin/env',
+          args: ['WRAPPED_BY_TEST=yes', command.file, ...command.args],
+          cwd: command.cwd,
+          env: command.env,
+        };
+      },
+    });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ file: process.execPath, cwd: rt.workspaceRoot });
+    expect(seen[0]?.args).toContain('--input-type=module');
+    const s = wireSession(engine, rt);
+    const report = JSON.parse(textOf((await s.run({ message: 'hi', modelToken: KEY })).events));
+    expect(report.mark).toBe('yes');
+    const allowed = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LANGUAGE', 'TZ', 'TMPDIR', 'TERM'];
+    for (const name of report.envNames as string[])
+      expect(allowed.includes(name) || name.startsWith('LC_')).toBe(true);
+    expect(report.keyInProcessEnv).toBe(false);
+    expect(report.keyInTurnEnv).toBe(true);
+    expect(report.cwd).toBe(rt.workspaceRoot);
+    await s.close();
+  });
+
+  test('the routing key reaches the engine and no frame, log or console line', async () => {
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) {
+          const key = turn.routing.apiKey;
+          console.log('stdout says ' + key);
+          console.error('stderr says ' + key.slice(0, 10));
+          process.stderr.write(key.slice(10) + ' and the rest\\n');
+          turn.runtime.logger.info('logger says ' + key);
+          await turn.emitter.progress('progress says ' + key);
+          await turn.emitter.warning('leak', 'warning says ' + key);
+          await turn.emitter.text('text says ' + key);
+          await turn.emitter.toolStart('t', JSON.stringify({ key }), 'c1');
+          throw new Error('failure says ' + key);
+        }
+        onMaintenance(logger) { logger.warn('maintenance says ' + globalThis.lastKey); }
+      }`);
+    const logs: string[] = [];
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, {
+      pack,
+      runtime: rt,
+      onLog: (level, message) => logs.push(`${level} ${message}`),
+    });
+    const s = wireSession(engine, rt);
+    const { outcome } = await s.run({ message: 'hi', modelToken: KEY });
+    expect(outcome).toMatchObject({
+      type: 'failed',
+      error: { message: expect.stringContaining('failure says') },
+    });
+    await engine.onMaintenance?.({ reason: 'after_run', runId: 'x' }, rt);
+    await s.close();
+    const everything = `${s.wire()}\n${logs.join('\n')}`;
+    expect(everything).toContain('text says [redacted]');
+    expect(everything).not.toContain(KEY);
+  });
+
+  test.each([
+    ['a line that is not JSON', "writeSync(3, 'not json\\n');"],
+    ['an unknown message', "writeSync(3, JSON.stringify({ t: 'format-disk' }) + '\\n');"],
+    [
+      'an emit of an unknown method',
+      "writeSync(3, JSON.stringify({ t: 'emit', id: 'x', seq: 1, method: 'exec', command: 'rm' }) + '\\n');",
+    ],
+    [
+      'a line over 8 MiB',
+      `const chunk = 'x'.repeat(65536);
+       for (let sent = 0; sent < 9 * 1024 * 1024; ) {
+         try { sent += writeSync(3, chunk); } catch { await new Promise((r) => setTimeout(r, 1)); }
+       }`,
+    ],
+  ])('a child sending %s is stopped and the turn fails', async (_name, attack) => {
+    const dir = engineFolder(`
+      import { writeSync } from 'node:fs';
+      export class E {
+        async run(turn) {
+          await turn.emitter.text('before');
+          ${attack}
+          await new Promise((resolve) => setTimeout(resolve, 60_000));
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { outcome } = await s.run({ message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'engine_process_failed' } });
+    await s.close();
+  });
+
+  test('a forged end for another run is ignored', async () => {
+    const dir = engineFolder(`
+      import { writeSync } from 'node:fs';
+      export class E {
+        async run(turn) {
+          writeSync(3, JSON.stringify({ t: 'end', id: 'someone-else', ok: true }) + '\\n');
+          await turn.emitter.text('still here');
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run({ message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(textOf(events)).toBe('still here');
+    await s.close();
+  });
+
+  test('a module that never finishes loading times out with ERR_ENGINE_PROCESS', async () => {
+    const dir = engineFolder(`await new Promise(() => {}); export class E { run() {} }`);
+    await expect(
+      loadCustomEngine(dir, { pack, runtime: runtime(), startTimeoutMs: 500 }),
+    ).rejects.toMatchObject({ code: 'ERR_ENGINE_PROCESS' });
+  });
+
+  test('a wrapper whose program cannot start gives ERR_ENGINE_PROCESS', async () => {
+    const dir = engineFolder(`export class E { run() {} }`);
+    await expect(
+      loadCustomEngine(dir, {
+        pack,
+        runtime: runtime(),
+        wrap: (command) => ({ ...command, file: '/nonexistent/bwrap' }),
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_ENGINE_PROCESS' });
+  });
+
+  test('onMaintenance(logger) and dispose() reach the engine; dispose ends the process', async () => {
+    const dir = engineFolder(`
+      import { writeFileSync } from 'node:fs';
+      import { join } from 'node:path';
+      let home;
+      export class E {
+        async run(turn) { home = turn.session.engineHomeDir; await turn.emitter.text(String(process.pid)); }
+        onMaintenance(logger) { writeFileSync(join(home, 'maintained'), 'yes'); logger.info('maintained'); }
+        async dispose() { writeFileSync(join(home, 'disposed'), 'yes'); }
+      }`);
+    const rt = runtime();
+    const logs: string[] = [];
+    const engine = await loadCustomEngine(dir, {
+      pack,
+      runtime: rt,
+      onLog: (level, message) => logs.push(`${level} ${message}`),
+    });
+    const s = wireSession(engine, rt);
+    const pid = Number(textOf((await s.run({ message: 'hi' })).events));
+    const home = join(rt.stateDir, 'engines', 'e', 'home');
+    await engine.onMaintenance?.({ reason: 'after_run', runId: 'x' }, rt);
+    expect(existsSync(join(home, 'maintained'))).toBe(true);
+    expect(logs).toContain('info maintained');
+    await s.close();
+    await engine.dispose?.();
+    expect(existsSync(join(home, 'disposed'))).toBe(true);
+    expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  test('an engine state folder planted as a symlink fails the turn and nothing is made outside', async () => {
+    const dir = engineFolder(
+      `export class E { async run(turn) { await turn.emitter.text('ran'); } }`,
+    );
+    const rt = runtime();
+    const outside = tempDir();
+    mkdirSync(join(rt.stateDir, 'engines'));
+    symlinkSync(outside, join(rt.stateDir, 'engines', 'e'));
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run({ message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'engine_state_refused' } });
+    expect(textOf(events)).toBe('');
+    expect(readdirSync(outside)).toEqual([]);
+    await s.close();
+  });
+});

@@ -1,0 +1,137 @@
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { EMPTY_PACK_CONTENT } from '../src/pack-content.js';
+import { readPackContent, syncWorkspace } from '../src/index.js';
+import { loadPackManifest } from '@packwarden/pack-manifest';
+import { copyFixture, loadPackCustomEngine, wireSession } from './contract-helpers.js';
+import { cleanTemps, tempDir } from './helpers.js';
+
+afterEach(cleanTemps);
+
+const sync = { enabled: true, dir: '.sdkstyle', rulesFile: 'SDKSTYLE.md' };
+
+async function content() {
+  const pack = copyFixture('contract-sdk');
+  return readPackContent(pack, loadPackManifest(pack).manifest);
+}
+
+describe('workspaceSync never writes through a link and never outside the workspace', () => {
+  test('a sync folder that is a symlink out of the workspace fails the turn; nothing lands outside', async () => {
+    const pack = copyFixture('contract-sdk');
+    const workspace = tempDir();
+    const outside = tempDir();
+    symlinkSync(outside, join(workspace, '.sdkstyle'));
+    const { engine, runtime } = await loadPackCustomEngine(pack, {
+      runtime: { workspaceRoot: workspace, stateDir: tempDir() },
+    });
+    const s = wireSession(engine, runtime);
+    const { outcome } = await s.run({ message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'workspace_sync_refused' } });
+    expect(readdirSync(outside)).toEqual([]);
+    await s.close();
+  });
+
+  test.each([
+    [
+      'the rules file is a symlink',
+      (ws: string, target: string) => {
+        mkdirSync(join(ws, '.sdkstyle'));
+        symlinkSync(target, join(ws, '.sdkstyle', 'SDKSTYLE.md'));
+      },
+    ],
+    [
+      'the skills folder is a symlink',
+      (ws: string, target: string) => {
+        mkdirSync(join(ws, '.sdkstyle'));
+        symlinkSync(join(target, '..'), join(ws, '.sdkstyle', 'skills'));
+      },
+    ],
+    [
+      'a skill folder is a symlink',
+      (ws: string, target: string) => {
+        mkdirSync(join(ws, '.sdkstyle', 'skills'), { recursive: true });
+        symlinkSync(join(target, '..'), join(ws, '.sdkstyle', 'skills', 'summarise'));
+      },
+    ],
+    [
+      'a file of a skill is a symlink',
+      (ws: string, target: string) => {
+        mkdirSync(join(ws, '.sdkstyle', 'skills', 'summarise'), { recursive: true });
+        symlinkSync(target, join(ws, '.sdkstyle', 'skills', 'summarise', 'SKILL.md'));
+      },
+    ],
+  ])('refuses when %s, and the file it points at is untouched', async (_name, plant) => {
+    const workspace = tempDir();
+    const victim = join(tempDir(), 'victim.txt');
+    writeFileSync(victim, 'precious\n');
+    plant(workspace, victim);
+    await expect(syncWorkspace(workspace, sync, await content())).rejects.toMatchObject({
+      code: 'workspace_sync_refused',
+    });
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readdirSync(join(victim, '..'))).toEqual(['victim.txt']);
+  });
+
+  test('a hard link in the workspace is replaced, not written through', async () => {
+    const workspace = tempDir();
+    const victim = join(tempDir(), 'victim.txt');
+    writeFileSync(victim, 'precious\n');
+    mkdirSync(join(workspace, '.sdkstyle'));
+    linkSync(victim, join(workspace, '.sdkstyle', 'SDKSTYLE.md'));
+    const paths = await syncWorkspace(workspace, sync, await content());
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readFileSync(paths.rulesFilePath ?? '', 'utf8')).toBe(
+      'You summarise documents in three bullet points.\n',
+    );
+  });
+
+  test('links inside the pack are not copied; files already there are kept', async () => {
+    const pack = copyFixture('contract-sdk');
+    const secret = join(tempDir(), 'secret.txt');
+    writeFileSync(secret, 'host secret\n');
+    symlinkSync(secret, join(pack, 'skills', 'summarise', 'leak.txt'));
+    const workspace = tempDir();
+    mkdirSync(join(workspace, '.sdkstyle'));
+    writeFileSync(join(workspace, '.sdkstyle', 'mine.txt'), 'the user’s own\n');
+    const paths = await syncWorkspace(
+      workspace,
+      { ...sync, includeRules: false },
+      await readPackContent(pack, loadPackManifest(pack).manifest),
+    );
+    expect(paths.rulesFilePath).toBeUndefined();
+    expect(readdirSync(join(workspace, '.sdkstyle', 'skills', 'summarise'))).toEqual(['SKILL.md']);
+    expect(readFileSync(join(workspace, '.sdkstyle', 'mine.txt'), 'utf8')).toBe('the user’s own\n');
+  });
+
+  test('a prompt symlinked out of the pack is not read', async () => {
+    const pack = copyFixture('contract-sdk');
+    const secret = join(tempDir(), 'secret.txt');
+    writeFileSync(secret, 'host secret\n');
+    const agents = join(pack, 'AGENTS.md');
+    writeFileSync(agents, '');
+    const { rmSync } = await import('node:fs');
+    rmSync(agents);
+    symlinkSync(secret, agents);
+    const read = await readPackContent(pack, loadPackManifest(pack).manifest);
+    expect(read.systemPrompt).toBeUndefined();
+    expect(read.warnings.join('\n')).toContain('spec.prompts.system');
+    const workspace = tempDir();
+    await syncWorkspace(workspace, sync, read);
+    expect(existsSync(join(workspace, '.sdkstyle', 'SDKSTYLE.md'))).toBe(false);
+  });
+
+  test('with nothing to lay, only the folder is made', async () => {
+    const workspace = tempDir();
+    expect(await syncWorkspace(workspace, sync, EMPTY_PACK_CONTENT)).toEqual({});
+    expect(readdirSync(join(workspace, '.sdkstyle'))).toEqual([]);
+  });
+});
