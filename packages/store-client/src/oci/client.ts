@@ -183,7 +183,46 @@ export class RegistrySession {
       );
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A whole small body (manifest, tag page, token, error), bounded in bytes and in time: a body
+   * that takes longer than `timeoutMs` is `ERR_STORE_TIMEOUT`, whatever pace it trickles at.
+   */
+  async readBody(
+    fetched: FetchedResponse,
+    maxBytes: number,
+    tooLarge: () => StoreError,
+  ): Promise<Buffer> {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      fetched.controller.abort(new Error('timeout'));
+    }, this.options.timeoutMs);
+    try {
+      return await readBounded(fetched.response, maxBytes, tooLarge);
+    } catch (cause) {
+      if (isStoreError(cause)) throw cause;
+      const subject = `${fetched.url.origin}${fetched.url.pathname}`;
+      if (timedOut) {
+        throw new StoreError(
+          'ERR_STORE_TIMEOUT',
+          `${fetched.url.origin} did not send its answer within ${this.options.timeoutMs} ms`,
+          {
+            cause,
+            subject,
+          },
+        );
+      }
+      if (this.options.signal?.aborted) throw abortError(this.options.signal);
+      throw new StoreError(
+        'ERR_STORE_FETCH',
+        `reading the answer of ${fetched.url.origin} failed: ${String(cause)}`,
+        { cause, subject },
+      );
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -359,7 +398,7 @@ export class RegistrySession {
         { subject: realm.origin + realm.pathname },
       );
     }
-    const body = await readBounded(response, this.options.limits.maxTokenResponseBytes, () =>
+    const body = await this.readBody(fetched, this.options.limits.maxTokenResponseBytes, () =>
       ociError(
         'ERR_OCI_RESPONSE_TOO_LARGE',
         `the token service's answer is larger than ${this.options.limits.maxTokenResponseBytes} bytes`,
@@ -411,7 +450,7 @@ export class RegistrySession {
     if (expected.includes(response.status)) return;
     let codes: string[] = [];
     try {
-      const body = await readBounded(response, this.options.limits.maxErrorBodyBytes, () =>
+      const body = await this.readBody(fetched, this.options.limits.maxErrorBodyBytes, () =>
         ociError('ERR_OCI_RESPONSE_TOO_LARGE', 'error body too large'),
       );
       const parsed = JSON.parse(body.toString('utf8')) as { errors?: { code?: unknown }[] };

@@ -6,7 +6,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isSemver } from '@packwarden/pack-manifest';
 import { isStoreError, StoreError } from '../errors.js';
-import { bodyStream, readBounded } from '../http.js';
+import { bodyStream } from '../http.js';
 import { compareSemver } from '../semver.js';
 import {
   repositoryScope,
@@ -118,7 +118,7 @@ async function listTags(session: RegistrySession): Promise<string[]> {
       [200],
       `listing the tags of ${formatOciReference(session.ref)}`,
     );
-    const body = await readBounded(fetched.response, limits.maxTagsPageBytes, () =>
+    const body = await session.readBody(fetched, limits.maxTagsPageBytes, () =>
       ociError(
         'ERR_OCI_RESPONSE_TOO_LARGE',
         `a page of the tag list is larger than ${limits.maxTagsPageBytes} bytes`,
@@ -197,7 +197,7 @@ async function fetchManifest(
       },
     );
   }
-  const bytes = await readBounded(fetched.response, limits.maxManifestBytes, () =>
+  const bytes = await session.readBody(fetched, limits.maxManifestBytes, () =>
     ociError(
       'ERR_OCI_RESPONSE_TOO_LARGE',
       `the manifest ${where} is larger than ${limits.maxManifestBytes} bytes`,

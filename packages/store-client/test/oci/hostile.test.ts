@@ -166,6 +166,17 @@ describe('a hostile stand-in registry', () => {
     ).rejects.toMatchObject({
       code: 'ERR_STORE_TIMEOUT',
     });
+    // Headers at once, then a body that trickles forever: bounded in time as a whole.
+    const trickle = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': MANIFEST_TYPE });
+      const drip = setInterval(() => res.write(' '), 20);
+      res.on('close', () => clearInterval(drip));
+    });
+    await expect(
+      resolvePackArtifact(`oci://${trickle.host}/x:1`, { ...anon, timeoutMs: 300 }),
+    ).rejects.toMatchObject({
+      code: 'ERR_STORE_TIMEOUT',
+    });
     const layer = Buffer.alloc(1000, 1);
     const manifest = buildPackManifest(meta, { digest: sha256(layer), size: layer.length }).bytes;
     const stalling = await serve((req, res) => {
@@ -196,6 +207,27 @@ describe('a hostile stand-in registry', () => {
     });
     controller.abort();
     await expect(pending).rejects.toMatchObject({ code: 'ERR_ABORTED' });
+    // Aborted mid-layer: nothing written.
+    const layer = Buffer.alloc(1000, 1);
+    const manifest = buildPackManifest(meta, { digest: sha256(layer), size: layer.length }).bytes;
+    const midway = new AbortController();
+    const { host } = await serve((req, res) => {
+      if (req.url?.includes('/manifests/')) {
+        res.writeHead(200, { 'content-type': MANIFEST_TYPE }).end(manifest);
+        return;
+      }
+      res.writeHead(200, { 'content-length': '1000' });
+      res.write(layer.subarray(0, 10), () => midway.abort());
+    });
+    const out = await tempDir();
+    await expect(
+      pullPackArtifact(`oci://${host}/x:1`, {
+        ...anon,
+        signal: midway.signal,
+        to: join(out, 'p.tgz'),
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_ABORTED' });
+    expect(await readdir(out)).toEqual([]);
   });
 
   it('a layer longer than its descriptor stops at the first extra byte', async () => {
