@@ -175,7 +175,8 @@ async function fetchManifest(
   const fetched = await session.send({
     method: 'GET',
     url: session.url(`manifests/${reference}`),
-    headers: { accept: OCI_MANIFEST_MEDIA_TYPE },
+    // identity: fetch would decode a Content-Encoding, and the digest is of the bytes as stored.
+    headers: { accept: OCI_MANIFEST_MEDIA_TYPE, 'accept-encoding': 'identity' },
     scopes: [repositoryScope(session.ref.repository, 'pull')],
     followRedirects: true,
   });
@@ -307,6 +308,7 @@ export async function pullPackArtifact(
   const fetched = await session.send({
     method: 'GET',
     url: session.url(`blobs/${layer.digest}`),
+    headers: { 'accept-encoding': 'identity' },
     scopes: [repositoryScope(target.repository, 'pull')],
     followRedirects: true,
   });

@@ -11,6 +11,7 @@ import {
 } from 'node:http';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packArchive } from '../../src/build.js';
 import {
@@ -257,6 +258,29 @@ describe('a hostile stand-in registry', () => {
     });
     expect(await readdir(out)).toEqual([]);
     expect(sent).toBeLessThan(50 * 1024 * 1024);
+  });
+
+  it('a layer sent with a Content-Encoding is judged as the bytes that arrive, and refused', async () => {
+    const layer = Buffer.alloc(4000, 3);
+    const manifest = buildPackManifest(meta, { digest: sha256(layer), size: layer.length }).bytes;
+    const seenEncodings: (string | undefined)[] = [];
+    const { host } = await serve((req, res) => {
+      if (req.url?.includes('/manifests/')) {
+        res.writeHead(200, { 'content-type': MANIFEST_TYPE }).end(manifest);
+        return;
+      }
+      seenEncodings.push(req.headers['accept-encoding']);
+      // A gzip body that fetch would transparently decode to other bytes than the layer.
+      res.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(4000, 4)));
+    });
+    const out = await tempDir();
+    await expect(
+      pullPackArtifact(`oci://${host}/x:1`, { ...anon, to: join(out, 'p.tgz') }),
+    ).rejects.toMatchObject({
+      code: 'ERR_OCI_BLOB_DIGEST_MISMATCH',
+    });
+    expect(seenEncodings).toEqual(['identity']);
+    expect(await readdir(out)).toEqual([]);
   });
 
   it('refuses redirects to plain HTTP off loopback, redirect loops, and redirects without Location', async () => {

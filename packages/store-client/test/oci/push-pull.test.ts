@@ -16,7 +16,7 @@ import {
   type PackArtifactMeta,
 } from '../../src/oci/index.js';
 import { tempDir, writePack } from '../helpers.js';
-import { startRegistry, type RunningRegistry } from './registry.js';
+import { requireTool, startRegistry, type RunningRegistry } from './registry.js';
 
 let registry: RunningRegistry;
 beforeAll(async () => {
@@ -256,5 +256,13 @@ describe('push and pull against the real distribution registry (no auth)', () =>
       }),
     ).rejects.toMatchObject({ code: 'ERR_OCI_MANIFEST_INVALID' });
     expect(await readdir(out)).toEqual([]);
+  });
+});
+
+describe('without the registry binary', () => {
+  it('fails (never skips) and says how to install it', () => {
+    expect(() => requireTool('/nonexistent/docker-registry', 'docker-registry')).toThrow(
+      /apt-get install docker-registry/,
+    );
   });
 });
