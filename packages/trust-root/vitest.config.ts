@@ -1,4 +1,7 @@
 import { defineProject, mergeConfig } from 'vitest/config';
 import { sharedConfig } from '../../vitest.shared.js';
 
-export default mergeConfig(sharedConfig, defineProject({ test: {} }));
+export default mergeConfig(
+  sharedConfig,
+  defineProject({ test: { globalSetup: ['./test/global-setup.ts'] } }),
+);

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,6 +11,8 @@ import { TRUST_ROOT_LIMITS } from './limits.js';
 export interface CacheEntry {
   readonly kind: 'jwks' | 'lease';
   readonly url: string;
+  /** The pins in force when the set was fetched, sorted: an entry serves only the same pins. */
+  readonly pins: readonly string[];
   /** The document exactly as served; it is validated again (pins included) whenever it is used. */
   readonly body: string;
   readonly etag?: string;
@@ -19,36 +21,91 @@ export interface CacheEntry {
   readonly expiresAt: Date;
 }
 
-const CACHE_VERSION = 1;
+/**
+ * Version 2 entries carry `mac`, an HMAC-SHA256 under the cache key over everything else; the
+ * version 1 entries of earlier releases had none and are never read.
+ */
+const CACHE_VERSION = 2;
 
-const entrySchema = z.object({
+/** The bytes of a cache key: at least this long, so it cannot be guessed. */
+export const CACHE_KEY_MIN_BYTES = 32;
+
+let processKey: Buffer | undefined;
+
+/**
+ * The default cache key: random, made once per process and kept only in its memory. With it,
+ * an entry is believed only when this process wrote it (trust-root README, "The cache"): code
+ * that can write the cache folder (a sandboxed pack writing its state folder) cannot forge one,
+ * and neither can an earlier process.
+ */
+export function processCacheKey(): Buffer {
+  processKey ??= randomBytes(32);
+  return processKey;
+}
+
+const entrySchema = z.strictObject({
   version: z.literal(CACHE_VERSION),
   kind: z.enum(['jwks', 'lease']),
   url: z.string().max(TRUST_ROOT_LIMITS.maxUrlLength),
+  pins: z.array(z.string().max(64)).max(TRUST_ROOT_LIMITS.maxPins),
   body: z.string().max(TRUST_ROOT_LIMITS.maxDocumentBytes),
   etag: z.string().max(TRUST_ROOT_LIMITS.maxEtagLength).optional(),
   fetchedAt: z.iso.datetime(),
   validatedAt: z.iso.datetime(),
   expiresAt: z.iso.datetime(),
+  mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
 });
 
-export function cacheFilePath(dir: string, kind: CacheEntry['kind'], url: string): string {
-  const name = createHash('sha256').update(`${kind}\n${url}`).digest('hex').slice(0, 32);
-  return join(dir, `${kind}-${name}.json`);
-}
-
-/**
- * Reads the cached entry for a source, or `undefined`. A cache that someone else could have
- * written (another owner, group- or world-writable file or folder, a symlink) is ignored with a
- * warning: whoever can write it could choose the trusted keys.
- */
-export async function readCacheEntry(
+/** One file per source and pin set: changing the pins never reuses another set's entry. */
+export function cacheFilePath(
   dir: string,
   kind: CacheEntry['kind'],
   url: string,
+  pins: readonly string[],
+): string {
+  const name = createHash('sha256')
+    .update(`${kind}\n${url}\n${[...pins].sort().join(',')}`)
+    .digest('hex')
+    .slice(0, 32);
+  return join(dir, `${kind}-${name}.json`);
+}
+
+/** The entry's fields in a fixed order, as the MAC covers them. */
+function macInput(entry: Omit<z.output<typeof entrySchema>, 'mac'>): string {
+  return JSON.stringify([
+    'packwarden-trust-root-cache',
+    entry.version,
+    entry.kind,
+    entry.url,
+    entry.pins,
+    entry.body,
+    entry.etag ?? null,
+    entry.fetchedAt,
+    entry.validatedAt,
+    entry.expiresAt,
+  ]);
+}
+
+function macOf(key: Uint8Array, input: string): Buffer {
+  return createHmac('sha256', key).update(input, 'utf8').digest();
+}
+
+/**
+ * Reads the cached entry for a source, or `undefined`. Whoever can write the cache could choose
+ * the trusted keys, so an entry is believed only when its MAC verifies with `key` (by default a
+ * key only this process holds) and it was fetched for the same kind, URL and pins. A file or
+ * folder that someone else could have written (another owner, group- or world-writable, a
+ * symlink) is ignored too. Every refusal is a warning, never an error: the network decides.
+ */
+export async function readCacheEntry(
+  dir: string,
+  source: { kind: CacheEntry['kind']; url: string; pins: readonly string[] },
+  key: Uint8Array,
   warnings: string[],
 ): Promise<CacheEntry | undefined> {
-  const file = cacheFilePath(dir, kind, url);
+  const { kind, url } = source;
+  const pins = [...source.pins].sort();
+  const file = cacheFilePath(dir, kind, url, pins);
   let handle;
   try {
     handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -70,16 +127,31 @@ export async function readCacheEntry(
     }
     const text = await handle.readFile({ encoding: 'utf8' });
     const parsed = entrySchema.safeParse(safeJson(text));
-    if (!parsed.success || parsed.data.kind !== kind || parsed.data.url !== url) {
-      warnings.push(
-        `trust root cache ${file} is ignored: it is not a valid cache entry for ${url}.`,
-      );
+    if (!parsed.success) {
+      warnings.push(`trust root cache ${file} is ignored: it is not a valid cache entry.`);
       return undefined;
     }
     const { data } = parsed;
+    const { mac, ...covered } = data;
+    const expected = macOf(key, macInput(covered));
+    const given = Buffer.from(mac, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      // Not written by a holder of the cache key: planted, or from another process.
+      warnings.push(
+        `trust root cache ${file} is ignored: this process did not write it (its MAC does not verify with the cache key).`,
+      );
+      return undefined;
+    }
+    if (data.kind !== kind || data.url !== url || data.pins.join(',') !== pins.join(',')) {
+      warnings.push(
+        `trust root cache ${file} is ignored: it was fetched for another source or other pins.`,
+      );
+      return undefined;
+    }
     return {
       kind: data.kind,
       url: data.url,
+      pins: data.pins,
       body: data.body,
       ...(data.etag === undefined ? {} : { etag: data.etag }),
       fetchedAt: new Date(data.fetchedAt),
@@ -101,9 +173,11 @@ export async function readCacheEntry(
 export async function writeCacheEntry(
   dir: string,
   entry: CacheEntry,
+  key: Uint8Array,
   warnings: string[],
 ): Promise<void> {
-  const file = cacheFilePath(dir, entry.kind, entry.url);
+  const pins = [...entry.pins].sort();
+  const file = cacheFilePath(dir, entry.kind, entry.url, pins);
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -114,15 +188,20 @@ export async function writeCacheEntry(
       return;
     }
     if ((folder.mode & 0o077) !== 0) await chmod(dir, 0o700);
-    const document = JSON.stringify({
+    const covered = {
       version: CACHE_VERSION,
       kind: entry.kind,
       url: entry.url,
+      pins,
       body: entry.body,
       ...(entry.etag === undefined ? {} : { etag: entry.etag }),
       fetchedAt: entry.fetchedAt.toISOString(),
       validatedAt: entry.validatedAt.toISOString(),
       expiresAt: entry.expiresAt.toISOString(),
+    } as const;
+    const document = JSON.stringify({
+      ...covered,
+      mac: macOf(key, macInput(covered)).toString('base64url'),
     });
     const handle = await open(
       temp,

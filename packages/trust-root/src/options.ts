@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readEnv, TRUST_ROOT_ENV, type EnvLike } from './env.js';
 import { TrustRootError } from './errors.js';
+import { CACHE_KEY_MIN_BYTES, processCacheKey } from './jwks-cache.js';
 import type { FetchLike } from './jwks-fetch.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 
@@ -22,6 +23,13 @@ export interface LoadPackTrustRootOptions {
   readonly fetch?: FetchLike;
   /** Folder of the last-known-good cache, or `false` for none. Default `$PACKWARDEN_HOME/cache/trust-root`. */
   readonly cacheDir?: string | false;
+  /**
+   * Secret (at least 32 bytes) that authenticates cache entries (HMAC-SHA256). Default: a random
+   * key held only in this process's memory, so only entries this process wrote are believed.
+   * Pass your own to share the cache between processes, and keep it where no code you verify can
+   * read or write it.
+   */
+  readonly cacheKey?: Uint8Array;
   /** Clock used for cache freshness and staleness. Default `() => new Date()`. */
   readonly now?: () => Date;
   /** Per-request timeout, body included, 1–5000 ms. Default 5000. */
@@ -41,6 +49,7 @@ export interface ResolvedOptions {
   readonly leaseUrl?: string | URL;
   readonly fetch: FetchLike;
   readonly cacheDir: string | false;
+  readonly cacheKey: Uint8Array;
   readonly now: () => Date;
   readonly timeoutMs: number;
   readonly maxStaleMs?: number;
@@ -95,6 +104,12 @@ export function resolveOptions(options: LoadPackTrustRootOptions): ResolvedOptio
   ) {
     invalid('cacheDir must be a folder path or false');
   }
+  if (
+    options.cacheKey !== undefined &&
+    (!(options.cacheKey instanceof Uint8Array) || options.cacheKey.length < CACHE_KEY_MIN_BYTES)
+  ) {
+    invalid(`cacheKey must be a Uint8Array of at least ${CACHE_KEY_MIN_BYTES} bytes`);
+  }
   const cacheDir = options.cacheDir ?? defaultCacheDir(env);
   return {
     env,
@@ -105,6 +120,7 @@ export function resolveOptions(options: LoadPackTrustRootOptions): ResolvedOptio
     ...(options.leaseUrl === undefined ? {} : { leaseUrl: options.leaseUrl }),
     fetch: fetchImpl,
     cacheDir,
+    cacheKey: options.cacheKey ?? processCacheKey(),
     now,
     timeoutMs,
     ...(maxStaleMs === undefined ? {} : { maxStaleMs }),

@@ -54,7 +54,12 @@ export async function loadRemoteKeys(
   let cached =
     cacheDir === false
       ? undefined
-      : await readCacheEntry(cacheDir, spec.kind, spec.url.href, warnings);
+      : await readCacheEntry(
+          cacheDir,
+          { kind: spec.kind, url: spec.url.href, pins: spec.pins },
+          options.cacheKey,
+          warnings,
+        );
   if (cached !== undefined && !believable(cached, now)) {
     warnings.push(
       `the cached copy of ${what} is dated in the future or claims too long a lifetime; it is ignored.`,
@@ -106,6 +111,7 @@ export async function loadRemoteKeys(
       await writeCacheEntry(
         cacheDir,
         { ...entry, ...(etag === undefined ? {} : { etag }), validatedAt, expiresAt },
+        options.cacheKey,
         warnings,
       );
     }
@@ -126,12 +132,14 @@ export async function loadRemoteKeys(
       {
         kind: spec.kind,
         url: spec.url.href,
+        pins: spec.pins,
         body: response.body,
         ...(response.etag === undefined ? {} : { etag: response.etag }),
         fetchedAt: validatedAt,
         validatedAt,
         expiresAt,
       },
+      options.cacheKey,
       warnings,
     );
   }
