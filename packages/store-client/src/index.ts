@@ -49,3 +49,5 @@ export type {
 export { buildStaticStore, REPRODUCIBLE_MTIME } from './build.js';
 export type { BuildStaticStoreOptions, BuildStaticStoreResult, BuiltPack } from './build.js';
 export { isLoopbackHost } from './url-policy.js';
+// OCI registries (OCI.md): push, pull, resolve, tags, auth.
+export * from './oci/index.js';

@@ -1,6 +1,5 @@
 export { parseAuthChallenge } from './challenge.js';
 export type { AuthChallenge } from './challenge.js';
-export { resolveOciClientOptions, RegistrySession } from './client.js';
 export type { OciClientOptions } from './client.js';
 export { dockerConfigPath, readDockerCredentials } from './docker-config.js';
 export type { DockerConfigOptions, RegistryCredentials } from './docker-config.js';
