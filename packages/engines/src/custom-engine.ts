@@ -215,22 +215,28 @@ export async function loadCustomEngine(
     if (previous !== undefined) void previous.process.dispose(killGraceMs);
   }
 
-  async function processFor(runtime: EngineRuntime): Promise<NonNullable<typeof current>> {
-    if (
-      current !== undefined &&
-      current.process.alive &&
-      !current.process.invalidated &&
-      current.workspaceRoot === runtime.workspaceRoot &&
-      current.stateDir === runtime.stateDir
-    )
+  // Turns may arrive together (socket mode): one start at a time, so no process is orphaned.
+  let starting: Promise<unknown> = Promise.resolve();
+  function processFor(runtime: EngineRuntime): Promise<NonNullable<typeof current>> {
+    const next = starting.then(async () => {
+      if (
+        current !== undefined &&
+        current.process.alive &&
+        !current.process.invalidated &&
+        current.workspaceRoot === runtime.workspaceRoot &&
+        current.stateDir === runtime.stateDir
+      )
+        return current;
+      retire();
+      current = {
+        process: await start(runtime),
+        workspaceRoot: runtime.workspaceRoot,
+        stateDir: runtime.stateDir,
+      };
       return current;
-    retire();
-    current = {
-      process: await start(runtime),
-      workspaceRoot: runtime.workspaceRoot,
-      stateDir: runtime.stateDir,
-    };
-    return current;
+    });
+    starting = next.catch(() => {});
+    return next;
   }
 
   if (options.runtime !== undefined) {

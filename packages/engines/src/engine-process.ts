@@ -97,7 +97,10 @@ export class EngineProcess {
   readonly #child: ChildProcess;
   readonly #channel: Readable & Writable;
   readonly #options: EngineProcessOptions;
-  readonly #runs = new Map<string, { handlers: RunHandlers; end(value: RunEnd): void }>();
+  readonly #runs = new Map<
+    string,
+    { handlers: RunHandlers; end(value: RunEnd): void; lost(reason: string): void }
+  >();
   readonly #waiters: Waiter[] = [];
   #queue: Promise<void> = Promise.resolve();
   #queued = 0;
@@ -205,9 +208,11 @@ export class EngineProcess {
         handlers,
         end: (value) => {
           this.#runs.delete(runId);
-          if (value.ok === false && value.error.code === '__exited')
-            reject(new EngineProcessError({ kind: 'exited', message: value.error.message }));
-          else resolve(value);
+          resolve(value);
+        },
+        lost: (reason) => {
+          this.#runs.delete(runId);
+          reject(new EngineProcessError({ kind: 'exited', message: reason }));
         },
       });
       this.#send({ t: 'run', id: runId, turn });
@@ -308,10 +313,7 @@ export class EngineProcess {
 
   #failAll(): void {
     for (const run of [...this.#runs.values()])
-      run.end({
-        ok: false,
-        error: { code: '__exited', message: `the engine process ${this.#exitReason ?? 'exited'}` },
-      });
+      run.lost(`the engine process ${this.#exitReason ?? 'exited'}`);
   }
 
   #receive(line: string): void {

@@ -221,4 +221,39 @@ describe('the engine process', () => {
     expect(readdirSync(outside)).toEqual([]);
     await s.close();
   });
+
+  test('turns that arrive together share one process (none is orphaned)', async () => {
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) { await turn.emitter.text(String(process.pid)); }
+      }`);
+    const engine = await loadCustomEngine(dir, { pack });
+    const rt = runtime();
+    const turn = async (runId: string) => {
+      const out: string[] = [];
+      const emitter = {
+        text: async (delta: string) => void out.push(delta),
+        thinking: async () => {},
+        toolStart: async () => {},
+        toolEnd: async () => {},
+        progress: async () => {},
+        warning: async () => {},
+        session: async () => {},
+        question: async () => ({ outcome: 'declined' as const }),
+        log: () => {},
+      };
+      await engine.stream(
+        'hi',
+        { runId, engineId: 'e' },
+        emitter,
+        rt,
+        new AbortController().signal,
+      );
+      return out.join('');
+    };
+    const pids = await Promise.all([turn('a'), turn('b'), turn('c')]);
+    expect(new Set(pids).size).toBe(1);
+    await engine.dispose?.();
+    expect(() => process.kill(Number(pids[0]), 0)).toThrow();
+  });
 });
