@@ -39,7 +39,43 @@ export function encodeFrame(
 
 /** Why a line was skipped by a {@link FrameDecoder}. */
 export type DecodeErrorCode =
-  'invalid_json' | 'invalid_frame' | 'frame_too_large' | 'unterminated_frame';
+  | 'invalid_json'
+  | 'invalid_frame'
+  | 'frame_too_large'
+  | 'unterminated_frame'
+  | 'input_budget_exceeded';
+
+/**
+ * Memory for partial frames shared by several decoders (the connections of one socket server):
+ * a line whose buffer cannot be reserved is skipped and reported as `input_budget_exceeded`.
+ */
+export class InputBudget {
+  readonly maxBytes: number;
+  #used = 0;
+
+  constructor(maxBytes: number) {
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
+      throw new RunnerHostError('ERR_INVALID_OPTIONS', 'maxBytes must be a whole number >= 0');
+    }
+    this.maxBytes = maxBytes;
+  }
+
+  /** Bytes reserved now. */
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Reserves `bytes` if they fit; returns whether they did. */
+  tryReserve(bytes: number): boolean {
+    if (this.#used + bytes > this.maxBytes) return false;
+    this.#used += bytes;
+    return true;
+  }
+
+  release(bytes: number): void {
+    this.#used = Math.max(0, this.#used - bytes);
+  }
+}
 
 export interface DecodeError {
   code: DecodeErrorCode;
@@ -52,6 +88,8 @@ export interface FrameDecoderOptions {
   onFrame: (frame: Record<string, unknown>) => void;
   onError: (error: DecodeError) => void;
   maxFrameBytes?: number;
+  /** Shared memory limit for partial frames (see {@link InputBudget}); unlimited by default. */
+  budget?: InputBudget;
 }
 
 /**
@@ -69,11 +107,15 @@ export class FrameDecoder {
   #discarding = 0;
   /** The last byte appended to the current line: a `\r` there is not part of the frame. */
   #lastByte = -1;
+  /** The current line is being skipped because the shared budget had no room for it. */
+  #overBudget = false;
+  readonly #budget: InputBudget | undefined;
 
   constructor(options: FrameDecoderOptions) {
     this.#onFrame = options.onFrame;
     this.#onError = options.onError;
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    this.#budget = options.budget;
   }
 
   /** Bytes of memory the decoder holds for an incomplete line (at most the cap plus one). */
@@ -100,7 +142,9 @@ export class FrameDecoder {
       } else {
         this.#append(bytes, start, newline);
         if (this.#discarding > 0) {
-          this.#reportOversize(this.#discarding - (this.#lastByte === CARRIAGE_RETURN ? 1 : 0));
+          const bytes = this.#discarding - (this.#lastByte === CARRIAGE_RETURN ? 1 : 0);
+          if (this.#overBudget && bytes <= this.#maxFrameBytes) this.#reportOverBudget(bytes);
+          else this.#reportOversize(bytes);
         } else {
           this.#line(this.#buffer, 0, this.#length);
         }
@@ -114,6 +158,7 @@ export class FrameDecoder {
   end(): void {
     const pending = this.pendingBytes;
     this.#reset();
+    this.dispose();
     if (pending > 0) {
       this.#onError({
         code: 'unterminated_frame',
@@ -137,7 +182,16 @@ export class FrameDecoder {
     if (this.#length + count > this.#buffer.length) {
       let capacity = Math.max(this.#buffer.length * 2, INITIAL_BUFFER_BYTES);
       while (capacity < this.#length + count) capacity *= 2;
-      const grown = Buffer.allocUnsafe(Math.min(capacity, this.#maxFrameBytes + 1));
+      capacity = Math.min(capacity, this.#maxFrameBytes + 1);
+      if (this.#budget !== undefined && !this.#budget.tryReserve(capacity - this.#buffer.length)) {
+        // No room in the shared budget: skip this line like an oversize one, holding nothing.
+        this.#overBudget = true;
+        this.#discarding = this.#length + count;
+        this.#length = 0;
+        this.dispose();
+        return;
+      }
+      const grown = Buffer.allocUnsafe(capacity);
       this.#buffer.copy(grown, 0, 0, this.#length);
       this.#buffer = grown;
     }
@@ -149,8 +203,24 @@ export class FrameDecoder {
     this.#length = 0;
     this.#discarding = 0;
     this.#lastByte = -1;
-    // Do not keep a 16 MiB buffer alive because one frame was large.
-    if (this.#buffer.length > 1024 * 1024) this.#buffer = Buffer.allocUnsafe(0);
+    this.#overBudget = false;
+    // Do not keep a 16 MiB buffer alive because one frame was large (nor any buffer at all when
+    // the memory is shared with other connections).
+    if (this.#buffer.length > 1024 * 1024 || this.#budget !== undefined) this.dispose();
+  }
+
+  /** Drops the line buffer and returns its memory to the budget (the decoder stays usable). */
+  dispose(): void {
+    this.#budget?.release(this.#buffer.length);
+    this.#buffer = Buffer.allocUnsafe(0);
+  }
+
+  #reportOverBudget(bytes: number): void {
+    this.#onError({
+      code: 'input_budget_exceeded',
+      message: `skipped a ${bytes}-byte line: the connections' shared input budget of ${this.#budget?.maxBytes ?? 0} bytes was full`,
+      bytes,
+    });
   }
 
   #reportOversize(bytes: number): void {
@@ -207,6 +277,7 @@ export function readFrames(input: Readable, options: ReadFramesOptions): () => v
     ended = true;
     detach();
     if (reason === 'eof') decoder.end();
+    else decoder.dispose();
     options.onEnd(reason, error);
   };
   const onData = (chunk: Buffer | string) => {
@@ -228,6 +299,7 @@ export function readFrames(input: Readable, options: ReadFramesOptions): () => v
   return () => {
     ended = true;
     detach();
+    decoder.dispose();
   };
 }
 

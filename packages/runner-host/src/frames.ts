@@ -32,6 +32,8 @@ export const WIRE_ERROR_CODES = [
   'question_limit',
   'host_lost',
   'too_many_secrets',
+  'input_budget_exceeded',
+  'too_many_connections',
 ] as const;
 
 export const capabilitiesSchema = z.object({

@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { FrameWriter, readFrames, type DecodeError } from './codec.js';
+import { FrameWriter, readFrames, type DecodeError, type InputBudget } from './codec.js';
 import type {
   EngineEmitter,
   EngineRunOptions,
@@ -96,6 +96,11 @@ export interface RunnerHostOptions<TRuntime = unknown> {
    * default each host has its own.
    */
   secrets?: SecretSet;
+  /**
+   * Memory for partial input frames shared with other hosts (the connections of one socket
+   * server): a frame that does not fit is skipped with `log{code:"input_budget_exceeded"}`.
+   */
+  inputBudget?: InputBudget;
 }
 
 /** How a host stopped. */
@@ -878,6 +883,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
 
   const detachInput = readFrames(options.input, {
     maxFrameBytes,
+    ...(options.inputBudget !== undefined ? { budget: options.inputBudget } : {}),
     onFrame,
     onError: onDecodeError,
     onEnd: (reason) => void stop(reason === 'eof' ? 'eof' : 'input_error'),

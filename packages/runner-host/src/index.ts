@@ -83,7 +83,7 @@ export type {
 
 export { framesJsonSchema } from './json-schema.js';
 
-export { FrameDecoder, FrameWriter, encodeFrame, readFrames } from './codec.js';
+export { FrameDecoder, FrameWriter, InputBudget, encodeFrame, readFrames } from './codec.js';
 export type {
   DecodeError,
   DecodeErrorCode,
@@ -124,6 +124,13 @@ export type {
   RunnerHostLogEntry,
   RunnerHostOptions,
 } from './host.js';
+
+export { serveRunnerSocket } from './socket-server.js';
+export type {
+  RunnerSocketServer,
+  RunnerSocketServerOptions,
+  SocketSessionOptions,
+} from './socket-server.js';
 
 export { connectRunner, connectRunnerSocket, spawnRunner } from './client.js';
 export type {

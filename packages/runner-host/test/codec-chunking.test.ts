@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FrameDecoder, type DecodeError } from '../src/index.js';
+import { FrameDecoder, InputBudget, type DecodeError } from '../src/index.js';
 
 const CAP = 48;
 
@@ -93,5 +93,38 @@ describe('FrameDecoder: same verdict for any chunking (issue 16.8)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('FrameDecoder with a shared InputBudget (issue 9 W14)', () => {
+  it('skips a partial frame that does not fit the shared budget, reports input_budget_exceeded, and releases memory', () => {
+    const budget = new InputBudget(64 * 1024);
+    const errors: string[] = [];
+    const frames: unknown[] = [];
+    const make = () =>
+      new FrameDecoder({
+        maxFrameBytes: 1024 * 1024,
+        budget,
+        onFrame: (frame) => frames.push(frame),
+        onError: (error) => errors.push(error.code),
+      });
+    const first = make();
+    const second = make();
+    const line = `{"type":"x","p":"${'a'.repeat(40 * 1024)}"}`;
+    first.push(line.slice(0, 100));
+    expect(budget.used).toBe(64 * 1024);
+    second.push(line.slice(0, 100));
+    expect(second.allocatedBytes).toBe(0);
+    expect(budget.used).toBe(64 * 1024);
+    first.push(`${line.slice(100)}\n`);
+    second.push(`${line.slice(100)}\n`);
+    expect(frames).toHaveLength(1);
+    expect(errors).toEqual(['input_budget_exceeded']);
+    expect(budget.used).toBe(0);
+    // With the memory back, the second connection is served again.
+    second.push(line.slice(0, 100));
+    second.push(`${line.slice(100)}\n`);
+    expect(frames).toHaveLength(2);
+    expect(budget.used).toBe(0);
   });
 });

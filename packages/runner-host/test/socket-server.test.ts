@@ -1,0 +1,195 @@
+import { spawn } from 'node:child_process';
+import { lstat, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  serveRunnerSocket,
+  type RunnerEngine,
+  type RunnerSocketServer,
+  type RunnerSocketServerOptions,
+} from '../src/index.js';
+import { RawPeer } from '../src/conformance/index.js';
+import { tempDir } from './helpers.js';
+
+const WAIT = 5000;
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function echo(name: string): RunnerEngine<unknown> {
+  return {
+    id: name,
+    displayName: name,
+    async stream(message, _options, emitter) {
+      await emitter.text(`${name}: ${message}`);
+    },
+  };
+}
+
+async function dir(): Promise<string> {
+  const made = await tempDir();
+  cleanups.push(made.cleanup);
+  return made.path;
+}
+
+async function serve(
+  path: string,
+  name: string,
+  extra: Partial<RunnerSocketServerOptions<unknown>> = {},
+): Promise<RunnerSocketServer> {
+  const server = await serveRunnerSocket(path, {
+    session: () => ({ engine: echo(name), runtime: {} }),
+    ...extra,
+  });
+  cleanups.push(() => server.close());
+  return server;
+}
+
+async function peer(path: string): Promise<RawPeer> {
+  const p = await RawPeer.open({ socket: path });
+  cleanups.push(() => p.close());
+  return p;
+}
+
+/** Which host answers on `path`: the engine id in its `welcome`. */
+async function whoAnswers(path: string): Promise<string> {
+  const p = await peer(path);
+  await p.hello();
+  const welcome = await p.waitFor((f) => f.type === 'welcome', WAIT, 'welcome');
+  await p.close();
+  return (welcome.engines as { id: string }[])[0]?.id ?? '';
+}
+
+/** Polls a condition the code under test has no event for (bounded, never a fixed sleep). */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + WAIT;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('serveRunnerSocket: the socket path (issue 9 W6)', () => {
+  it("a second host refuses a live host's socket (ERR_SOCKET_IN_USE) and leaves it serving", async () => {
+    const path = join(await dir(), 'h.sock');
+    await serve(path, 'first');
+    const before = await lstat(path);
+    await expect(
+      serveRunnerSocket(path, { session: () => ({ engine: echo('second'), runtime: {} }) }),
+    ).rejects.toMatchObject({ code: 'ERR_SOCKET_IN_USE' });
+    const after = await lstat(path);
+    expect(after.ino).toBe(before.ino);
+    expect(await whoAnswers(path)).toBe('first');
+    // The failed start left nothing behind next to the socket.
+    expect((await readdir(join(path, '..'))).sort()).toEqual(['h.sock']);
+  });
+
+  it('a host closing after another took over the path leaves the other one’s socket alone', async () => {
+    const path = join(await dir(), 'h.sock');
+    const first = await serve(path, 'first');
+    // The first socket file is removed behind the first host's back; a second host starts.
+    await unlink(path);
+    const second = await serve(path, 'second');
+    const seconds = await lstat(path);
+    await first.close();
+    expect((await lstat(path)).ino).toBe(seconds.ino);
+    expect(await whoAnswers(path)).toBe('second');
+    await second.close();
+    await expect(lstat(path)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('replaces a stale socket that nothing answers on (a host killed with SIGKILL)', async () => {
+    const path = join(await dir(), 'h.sock');
+    const child = spawn(process.execPath, [
+      '-e',
+      `require('node:net').createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, 'SIGKILL'))`,
+    ]);
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect((await lstat(path)).isSocket()).toBe(true);
+    await serve(path, 'fresh');
+    expect(await whoAnswers(path)).toBe('fresh');
+    expect((await stat(path)).mode & 0o777).toBe(0o660);
+  });
+
+  it('refuses a path that is not a socket (ERR_SOCKET_PATH) and leaves the file as it was', async () => {
+    const path = join(await dir(), 'h.sock');
+    await writeFile(path, 'precious');
+    await expect(
+      serveRunnerSocket(path, { session: () => ({ engine: echo('x'), runtime: {} }) }),
+    ).rejects.toMatchObject({ code: 'ERR_SOCKET_PATH' });
+    expect(await readFile(path, 'utf8')).toBe('precious');
+  });
+});
+
+describe('serveRunnerSocket: connections and input memory (issue 9 W14)', () => {
+  it('refuses connections over maxConnections with fatal{too_many_connections}; the others keep working', async () => {
+    const path = join(await dir(), 'h.sock');
+    const server = await serve(path, 'e', { maxConnections: 2 });
+    const a = await peer(path);
+    const b = await peer(path);
+    await a.hello();
+    await b.hello();
+    await a.waitFor((f) => f.type === 'welcome', WAIT, 'welcome a');
+    await b.waitFor((f) => f.type === 'welcome', WAIT, 'welcome b');
+    const c = await peer(path);
+    await c.hello();
+    const fatal = await c.waitFor((f) => f.type === 'fatal', WAIT, 'fatal');
+    expect(fatal.code).toBe('too_many_connections');
+    expect(await c.waitClosed(WAIT)).toBe(true);
+    expect(c.frames.map((f) => f.type)).toEqual(['fatal']);
+    expect(server.connections).toBe(2);
+    await a.send({ type: 'run', runId: 'r', message: 'still here' });
+    const text = await a.waitFor((f) => f.type === 'text', WAIT, 'text');
+    expect(text.delta).toBe('e: still here');
+    // A slot freed is a slot available again.
+    await b.close();
+    await until(() => server.connections === 1, 'the closed session to end');
+    const d = await peer(path);
+    await d.hello();
+    await d.waitFor((f) => f.type === 'welcome', WAIT, 'welcome d');
+  });
+
+  it('bounds the partial-frame memory of all connections together; over-budget frames are skipped, connections live on', async () => {
+    const path = join(await dir(), 'h.sock');
+    const budget = 256 * 1024;
+    const server = await serve(path, 'e', {
+      maxConnections: 6,
+      maxBufferedInputBytes: budget,
+      session: () => ({ engine: echo('e'), runtime: {}, maxFrameBytes: 1024 * 1024 }),
+    });
+    const peers: RawPeer[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const p = await peer(path);
+      await p.hello();
+      await p.waitFor((f) => f.type === 'welcome', WAIT, 'welcome');
+      peers.push(p);
+    }
+    // Each connection starts a 200 KiB frame and holds it open.
+    const partial = `{"type":"run","runId":"big","message":"${'x'.repeat(200 * 1024)}`;
+    for (const p of peers) await p.write(partial);
+    // Whatever the interleaving, the connections never hold more than the budget together.
+    await until(() => server.inputBudget.used > 0, 'the first partial frame to be buffered');
+    expect(server.inputBudget.used).toBeLessThanOrEqual(budget);
+    for (const p of peers) await p.write('"}\n');
+    const outcomes = await Promise.all(
+      peers.map((p) =>
+        p.waitFor(
+          (f) => f.type === 'accepted' || (f.type === 'log' && f.code === 'input_budget_exceeded'),
+          WAIT,
+          'accepted or input_budget_exceeded',
+        ),
+      ),
+    );
+    const kinds = outcomes.map((f) => f.type);
+    expect(kinds).toContain('accepted');
+    expect(kinds).toContain('log');
+    expect(server.inputBudget.used).toBeLessThanOrEqual(budget);
+    // Every connection, refused frame or not, still answers.
+    for (const [i, p] of peers.entries()) {
+      await p.send({ type: 'ping', id: `after-${i}` });
+      await p.waitFor((f) => f.type === 'pong' && f.id === `after-${i}`, WAIT, 'pong after');
+    }
+    await until(() => server.inputBudget.used === 0, 'the budget to be released');
+  });
+});
