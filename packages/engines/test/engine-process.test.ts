@@ -256,4 +256,58 @@ describe('the engine process', () => {
     await engine.dispose?.();
     expect(() => process.kill(Number(pids[0]), 0)).toThrow();
   });
+
+  test('under a real bubblewrap wrapper the engine runs, talks over fd 3, and writes only where bound', async () => {
+    const dir = engineFolder(`
+      import { writeFileSync } from 'node:fs';
+      import { join } from 'node:path';
+      export class E {
+        async run(turn) {
+          const attempt = (path) => { try { writeFileSync(path, 'x'); return 'written'; } catch (e) { return e.code; } };
+          await turn.emitter.text(JSON.stringify({
+            workspace: attempt(join(turn.workspaceRoot, 'ok.txt')),
+            outside: attempt(turn.message),
+          }));
+        }
+      }`);
+    const rt = runtime();
+    const outside = tempDir();
+    const engine = await loadCustomEngine(dir, {
+      pack,
+      runtime: rt,
+      wrap: (command) => ({
+        file: '/usr/bin/bwrap',
+        args: [
+          '--ro-bind',
+          '/',
+          '/',
+          '--dev',
+          '/dev',
+          '--proc',
+          '/proc',
+          '--bind',
+          rt.workspaceRoot,
+          rt.workspaceRoot,
+          '--bind',
+          rt.stateDir,
+          rt.stateDir,
+          '--unshare-all',
+          '--die-with-parent',
+          '--chdir',
+          command.cwd,
+          '--',
+          command.file,
+          ...command.args,
+        ],
+        cwd: command.cwd,
+        env: command.env,
+      }),
+    });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run({ message: join(outside, 'escape.txt') });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(JSON.parse(textOf(events))).toEqual({ workspace: 'written', outside: 'EROFS' });
+    expect(readdirSync(outside)).toEqual([]);
+    await s.close();
+  });
 });
