@@ -1,12 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
 import { SandboxError } from '../errors.js';
 import { buildSandboxArgs, SANDBOX_ENV_DIR } from './bwrap-args.js';
-import { environmentScript, LAUNCH_SCRIPT, RELAY_PORT, RELAY_SOURCE } from './launcher.js';
+import {
+  environmentScript,
+  LAUNCH_SCRIPT,
+  RELAY_PERL_SOURCE,
+  RELAY_PORT,
+  RELAY_SOURCE,
+} from './launcher.js';
 import { ISOLATION_LIMITS } from './limits.js';
 import { parseAllowedOrigin, type AllowedOrigin } from './origins.js';
 import { probeIsolation, type ProbeOutcome } from './probe.js';
@@ -153,6 +159,7 @@ async function startConfinement(
     await mkdir(envDir, { mode: 0o700 });
     await mkdir(hostRuntime, { mode: 0o700 });
     await writeFile(join(hostRuntime, 'relay.mjs'), RELAY_SOURCE, { mode: 0o400 });
+    await writeFile(join(hostRuntime, 'relay.pl'), RELAY_PERL_SOURCE, { mode: 0o400 });
     if (outcome.level === 'full')
       proxy = await startHostProxy(join(hostRuntime, 'proxy.sock'), {
         allowed: () => (modelOrigin ? [...policy.allowed, modelOrigin] : policy.allowed),
@@ -165,6 +172,10 @@ async function startConfinement(
     });
   }
 
+  const relay =
+    options.relay === 'node' || (options.relay !== 'perl' && !existsSync('/usr/bin/perl'))
+      ? outcome.nodeBinary
+      : 'perl';
   let closed = false;
   const proxyUrl = `http://127.0.0.1:${RELAY_PORT}`;
   const wrap = (command: WrappableCommand): WrappableCommand => {
@@ -201,7 +212,7 @@ async function startConfinement(
         LAUNCH_SCRIPT,
         'packwarden-launch',
         `${SANDBOX_ENV_DIR}/${envName}`,
-        outcome.nodeBinary,
+        relay,
         proxy ? String(RELAY_PORT) : '0',
         command.file,
         ...command.args,

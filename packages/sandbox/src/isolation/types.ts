@@ -58,6 +58,11 @@ export interface CreateConfinementOptions {
   runtimeParent?: string;
   /** Clock of the proxy log. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Which program relays the sandbox's `127.0.0.1:3128` to the proxy: `perl` when
+   * `/usr/bin/perl` exists (fast to start), else `node`. Default `auto`.
+   */
+  relay?: 'auto' | 'perl' | 'node';
   /** Platform seam. Default `process.platform`. */
   platform?: NodeJS.Platform;
 }

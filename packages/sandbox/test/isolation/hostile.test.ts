@@ -67,19 +67,22 @@ describe('the hostile pack under isolation required', () => {
     expect(await readFile(join(host.workspace, 'escape-sh.txt'), 'utf8')).toBe('allowed\n');
   });
 
-  it('Node child (escape.mjs, a hook or engine child): every escape is blocked, the allowed origin is reached', async () => {
-    const confinement = await confine('required');
-    confinement.allowModelOrigin(`${host.allowed.origin}/v1`);
-    const result = await runCommand(confinement.wrap(escapeMjs()));
-    expect(result.stdout).toContain('escape.mjs done');
-    expect(await escapes(host, result)).toEqual([]);
-    expect(host.allowed.requests).toEqual([`/allowed-${host.token}`]);
-    expect(await readFile(join(host.workspace, 'escape-mjs.txt'), 'utf8')).toBe('allowed');
-    // The proxy refused the non-allowed origin; the listener behind it saw nothing.
-    expect(confinement.proxyEvents).toContainEqual(
-      expect.objectContaining({ target: `http://127.0.0.1:${host.tcp.port}`, verdict: 'denied' }),
-    );
-  });
+  it.each(['perl', 'node'] as const)(
+    'Node child (escape.mjs, a hook or engine child), %s relay: every escape is blocked, the allowed origin is reached',
+    async (relay) => {
+      const confinement = await confine('required', {}, { relay });
+      confinement.allowModelOrigin(`${host.allowed.origin}/v1`);
+      const result = await runCommand(confinement.wrap(escapeMjs()));
+      expect(result.stdout).toContain('escape.mjs done');
+      expect(await escapes(host, result)).toEqual([]);
+      expect(host.allowed.requests).toEqual([`/allowed-${host.token}`]);
+      expect(await readFile(join(host.workspace, 'escape-mjs.txt'), 'utf8')).toBe('allowed');
+      // The proxy refused the non-allowed origin; the listener behind it saw nothing.
+      expect(confinement.proxyEvents).toContainEqual(
+        expect.objectContaining({ target: `http://127.0.0.1:${host.tcp.port}`, verdict: 'denied' }),
+      );
+    },
+  );
 
   it('an origin from the pack allow list is reachable; a replaced model origin is not any more', async () => {
     const confinement = await confine('required', { allowOrigins: [] });
