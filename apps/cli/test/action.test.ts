@@ -1,5 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -120,6 +123,24 @@ describe('the GitHub Action', () => {
         data: "require-signed must be true or false, not 'x\n::add-mask::secret'",
       },
     ]);
+  });
+});
+
+describe('the GitHub Action on a misconfigured packs-dir', () => {
+  test('a folder with no packs fails the job (exit 1) with one error annotation', async () => {
+    const { dir, keysFile } = await fleetWithKey();
+    const empty = join(dir, 'not-the-packs');
+    mkdirSync(empty);
+    const result = runAction(dir, { INPUT_PACKS_DIR: empty, INPUT_KEYS: keysFile });
+    expect(result.status).toBe(1);
+    expect(runnerCommands(result.stdout + result.stderr)).toEqual([
+      {
+        command: 'error',
+        properties: { title: 'packwarden: ERR_CLI_NO_PACKS' },
+        data: expect.stringContaining('no pack folder'),
+      },
+    ]);
+    expect(result.output).toBe('');
   });
 });
 
@@ -268,3 +289,170 @@ function encodeForLog(value: string): string {
     .replace(new RegExp(UNSAFE.source, 'g'), (c) => encodeURIComponent(c))
     .replace(/\[/g, '%5B');
 }
+
+describe('the Action installs the packwarden release it was tagged with', () => {
+  const cliVersion = (
+    JSON.parse(readFileSync(join(repoRoot, 'apps', 'cli', 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+
+  /** The built CLI packed as npm would publish it, with a postinstall that leaves a marker. */
+  function tarball(version: string, marker: string): { file: string; bytes: Buffer } {
+    const pkg = join(tempDir(), 'package');
+    mkdirSync(pkg);
+    cpSync(join(repoRoot, 'apps', 'cli', 'dist'), join(pkg, 'dist'), { recursive: true });
+    const manifest = JSON.parse(
+      readFileSync(join(repoRoot, 'apps', 'cli', 'package.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    delete manifest.devDependencies;
+    manifest.version = version;
+    manifest.scripts = {
+      postinstall: `node -e "require('fs').writeFileSync(${JSON.stringify(marker)}, 'ran')"`,
+    };
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify(manifest));
+    const name = execFileSync(
+      'npm',
+      ['pack', '--ignore-scripts', '--pack-destination', pkg, '--loglevel', 'error'],
+      { cwd: pkg, encoding: 'utf8' },
+    ).trim();
+    const file = name.split('\n').pop()!;
+    return { file, bytes: readFileSync(join(pkg, file)) };
+  }
+
+  /** A 127.0.0.1 npm registry serving the CLI's version and a newer `latest`. */
+  async function registry(marker: string, versions = [cliVersion, '99.0.0']) {
+    const tarballs = new Map(versions.map((v) => [v, tarball(v, marker)]));
+    const requests: string[] = [];
+    const server = createServer((req, res) => {
+      requests.push(req.url ?? '');
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      if (req.url === '/packwarden') {
+        const doc = {
+          name: 'packwarden',
+          'dist-tags': { latest: '99.0.0' },
+          versions: Object.fromEntries(
+            versions.map((v) => {
+              const { bytes } = tarballs.get(v)!;
+              return [
+                v,
+                {
+                  name: 'packwarden',
+                  version: v,
+                  bin: { packwarden: './dist/bin.js' },
+                  scripts: { postinstall: 'node -e 1' },
+                  dist: {
+                    tarball: `${base}/packwarden/-/packwarden-${v}.tgz`,
+                    shasum: createHash('sha1').update(bytes).digest('hex'),
+                    integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
+                  },
+                },
+              ];
+            }),
+          ),
+        };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+        return;
+      }
+      const match = /^\/packwarden\/-\/packwarden-(.+)\.tgz$/.exec(req.url ?? '');
+      const found = match && tarballs.get(match[1]!);
+      if (found) res.writeHead(200).end(found.bytes);
+      else res.writeHead(404).end('{}');
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      requests,
+      close: () => new Promise((done) => server.close(done)),
+    };
+  }
+
+  /** The script run as GitHub runs it, without PACKWARDEN_BIN (asynchronously: the registry is in this process). */
+  function runDefault(cwd: string, registryUrl: string, inputs: Record<string, string>) {
+    writeFileSync(join(cwd, 'github-output'), '');
+    const child = spawn('bash', [script], {
+      cwd,
+      env: {
+        PATH: process.env.PATH,
+        HOME: cwd,
+        RUNNER_TEMP: cwd,
+        GITHUB_OUTPUT: join(cwd, 'github-output'),
+        npm_config_registry: registryUrl,
+        npm_config_cache: join(cwd, 'npm-cache'),
+        npm_config_userconfig: join(cwd, 'no-npmrc'),
+        npm_config_update_notifier: 'false',
+        ...inputs,
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    return new Promise<{ status: number | null; stdout: string; stderr: string }>((done) =>
+      child.on('close', (status) => done({ status, stdout, stderr })),
+    );
+  }
+
+  test('default: exactly the version in its own checkout, install scripts not run, then verifies', async () => {
+    const { dir, fleet, keysFile } = await fleetWithKey();
+    const marker = join(dir, 'postinstall-ran');
+    const npm = await registry(marker);
+    try {
+      const result = await runDefault(dir, npm.url, {
+        INPUT_PACKS_DIR: fleet,
+        INPUT_KEYS: keysFile,
+      });
+      expect(result.status, result.stderr + result.stdout).toBe(0);
+      expect(result.stdout).toContain(
+        `Installing packwarden@${cliVersion} (install scripts disabled)`,
+      );
+      expect(result.stdout).toMatch(/^verified\s+hello-pack@0\.1\.0\s+signed by ci/m);
+      // The release of this checkout, not the registry's `latest` (99.0.0).
+      expect(npm.requests.filter((url) => url.endsWith('.tgz'))).toEqual([
+        `/packwarden/-/packwarden-${cliVersion}.tgz`,
+      ]);
+      expect(existsSync(marker)).toBe(false);
+      expect(readFileSync(join(dir, 'github-output'), 'utf8')).toContain('verified=1\n');
+    } finally {
+      await npm.close();
+    }
+  }, 120_000);
+
+  test.each([
+    'latest',
+    '^0.1.0',
+    'file:../evil',
+    'git+https://example.com/x.git',
+    '1.0.0\n--registry=http://x',
+  ])('packwarden-version %j is refused before npm runs (exit 2)', async (version) => {
+    const { dir, fleet, keysFile } = await fleetWithKey();
+    // No tarball is needed: any request at all would be the failure.
+    const npm = await registry(join(dir, 'postinstall-ran'), []);
+    try {
+      const result = await runDefault(dir, npm.url, {
+        INPUT_PACKS_DIR: fleet,
+        INPUT_KEYS: keysFile,
+        INPUT_PACKWARDEN_VERSION: version,
+      });
+      expect(result.status).toBe(2);
+      expect(result.stdout).toMatch(
+        /^::error title=packwarden::packwarden-version must be an exact version/m,
+      );
+      expect(npm.requests).toEqual([]);
+      expect(runnerCommands(result.stdout)).toHaveLength(1);
+    } finally {
+      await npm.close();
+    }
+  });
+
+  test('action.yml: current setup-node major, a Node that is not end-of-life, no `latest` default', () => {
+    const action = parse(readFileSync(join(repoRoot, 'action.yml'), 'utf8'));
+    const setup = action.runs.steps.find((s: { uses?: string }) =>
+      s.uses?.startsWith('actions/setup-node@'),
+    );
+    expect(setup.uses).toBe('actions/setup-node@v6');
+    // Node 20 reached end-of-life on 2026-04-30; 24 is an LTS line.
+    expect(Number(action.inputs['node-version'].default)).toBeGreaterThanOrEqual(24);
+    expect(action.inputs['packwarden-version'].default).toBe('');
+  });
+});
