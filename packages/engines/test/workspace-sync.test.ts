@@ -135,3 +135,47 @@ describe('workspaceSync never writes through a link and never outside the worksp
     expect(readdirSync(join(workspace, '.sdkstyle'))).toEqual([]);
   });
 });
+
+describe('choices where the contract is silent (README, "The manifest")', () => {
+  test('rulesFile defaults to AGENTS.md; skills and rules are included unless turned off', async () => {
+    const workspace = tempDir();
+    const paths = await syncWorkspace(workspace, { enabled: true, dir: '.x' }, await content());
+    expect(paths.rulesFilePath).toBe(join(workspace, '.x', 'AGENTS.md'));
+    expect(paths.skillsDir).toBe(join(workspace, '.x', 'skills'));
+    const none = tempDir();
+    expect(
+      await syncWorkspace(
+        none,
+        { enabled: true, dir: '.x', includeRules: false, includeSkills: false },
+        await content(),
+      ),
+    ).toEqual({});
+    expect(readdirSync(join(none, '.x'))).toEqual([]);
+  });
+
+  test('promptInjection env-only and none leave the message as sent; no model anywhere leaves modelId absent', async () => {
+    const pack = copyFixture('contract-sdk');
+    const manifestPath = join(pack, 'engines', 'sdk-style', 'engine.manifest.json');
+    const engineSource = join(pack, 'engines', 'sdk-style', 'engine.mjs');
+    writeFileSync(
+      engineSource,
+      'export class SdkStyleEngine { async run(turn) { await turn.emitter.text(JSON.stringify({ message: turn.message, hasModel: "modelId" in turn })); } }',
+    );
+    for (const mode of ['env-only', 'none']) {
+      const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+      writeFileSync(
+        manifestPath,
+        JSON.stringify({ ...manifest, promptInjection: { mode }, model: {} }),
+      );
+      const { engine, runtime } = await loadPackCustomEngine(pack);
+      const s = wireSession(engine, runtime);
+      const { events } = await s.run({ message: 'as sent' });
+      expect(JSON.parse(events.map((e) => (e.type === 'text' ? e.delta : '')).join(''))).toEqual({
+        message: 'as sent',
+        hasModel: false,
+      });
+      await s.close();
+      await engine.dispose?.();
+    }
+  });
+});
