@@ -19,3 +19,10 @@ export const KID_MAX_LENGTH = 256;
  * crafted token, never a real release.
  */
 export const PACK_SIGNATURE_IAT_RANGE = Object.freeze({ min: 946_684_800, max: 4_102_444_800 });
+
+/**
+ * How far in the future a signed `iat` may lie, in seconds, for the clocks of signer and verifier
+ * to disagree. A later `iat` is `invalid` / `issued-in-future`: a signature dated 2099 would
+ * otherwise outlive every `notAfter` and revocation checked at its `iat`.
+ */
+export const PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS = 300;

@@ -4,6 +4,7 @@ export {
   PACK_SIGNATURE_ALG,
   PACK_SIGNATURE_FILE,
   PACK_SIGNATURE_IAT_RANGE,
+  PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS,
   PACK_SIGNATURE_MAX_BYTES,
 } from './constants.js';
 export { computePackDigest } from '@packwarden/pack-digest';

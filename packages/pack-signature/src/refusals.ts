@@ -113,6 +113,12 @@ function describeInvalid(result: PackInvalid): PackRefusalDescription {
         detail: result.message,
         fix: 'The signer produced a payload this verifier does not accept. Re-sign with a current packwarden (`packwarden pack sign`).',
       };
+    case 'issued-in-future':
+      return {
+        title: 'The signature is dated in the future',
+        detail: result.message,
+        fix: "Check this machine's clock. If it is right, the signer's clock was wrong or the token was crafted: do not run this pack; get a release signed with a correct date.",
+      };
     case 'manifest-invalid':
       return {
         title: 'agent.yaml cannot be read',

@@ -40,6 +40,8 @@ export type PackInvalidReason =
   | 'payload-invalid'
   /** `agent.yaml` is missing or invalid, so the identity cannot be checked. */
   | 'manifest-invalid'
+  /** The signed `iat` lies more than `PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS` (5 min) after the verifier's clock. */
+  | 'issued-in-future'
   /** `pack` / `packVersion` differ from `metadata.name` / `metadata.version`. */
   | 'identity-mismatch'
   /** `digestAlg` names an algorithm other than `packwarden-digest/1`. */

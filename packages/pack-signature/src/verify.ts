@@ -8,6 +8,7 @@ import {
   type PackManifestDiff,
 } from '@packwarden/pack-digest';
 import { loadPackManifest } from '@packwarden/pack-manifest';
+import { PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS } from './constants.js';
 import { checkEs256Jws, toP256PublicKey } from './es256.js';
 import { PackSignatureError } from './errors.js';
 import { isKeySelection, type KeySelection, type KeySelector } from './key-selection.js';
@@ -20,11 +21,14 @@ export interface VerifyPackOptions {
   selectKey: KeySelector;
   /** Aborts reading and digesting; `verifyPack` then rejects with `ERR_ABORTED`. */
   signal?: AbortSignal;
+  /** The verifier's clock, for refusing an `iat` in the future. Default `() => new Date()`. */
+  now?: () => Date;
 }
 
 interface ResolvedVerifyOptions {
   selectKey: KeySelector;
   signal: AbortSignal | undefined;
+  now: () => Date;
 }
 
 function resolveVerifyOptions(options: VerifyPackOptions): ResolvedVerifyOptions {
@@ -40,7 +44,17 @@ function resolveVerifyOptions(options: VerifyPackOptions): ResolvedVerifyOptions
       'verifyPack: options.signal must be an AbortSignal.',
     );
   }
-  return { selectKey: options.selectKey, signal: options.signal };
+  if (options.now !== undefined && typeof options.now !== 'function') {
+    throw new PackSignatureError(
+      'ERR_INVALID_ARGUMENT',
+      'verifyPack: options.now must be a function returning a Date.',
+    );
+  }
+  return {
+    selectKey: options.selectKey,
+    signal: options.signal,
+    now: options.now ?? ((): Date => new Date()),
+  };
 }
 
 /**
@@ -58,7 +72,7 @@ export async function verifyPack(
   packDir: string,
   options: VerifyPackOptions,
 ): Promise<PackVerification> {
-  const { selectKey, signal } = resolveVerifyOptions(options);
+  const { selectKey, signal, now } = resolveVerifyOptions(options);
   if (typeof packDir !== 'string' || packDir === '') {
     throw new PackSignatureError(
       'ERR_INVALID_ARGUMENT',
@@ -162,6 +176,21 @@ export async function verifyPack(
     iat: at,
     ...signer,
   };
+  const nowMs = now().getTime();
+  if (!Number.isFinite(nowMs)) {
+    throw new PackSignatureError(
+      'ERR_INVALID_ARGUMENT',
+      'verifyPack: options.now must return a valid Date.',
+    );
+  }
+  if (payload.iat > Math.floor(nowMs / 1000) + PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS) {
+    // README "verifyPack": a signature from the future is refused, whatever key made it.
+    return invalid(
+      'issued-in-future',
+      `pack.sig says it was signed at ${at.toISOString()}, more than ${PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS / 60} minutes after this verifier's clock (${new Date(nowMs).toISOString()}): a crafted or misdated signature is refused.`,
+      claims,
+    );
+  }
   if (payload.files !== undefined && payload.digestAlg === undefined) {
     return invalid(
       'payload-invalid',
