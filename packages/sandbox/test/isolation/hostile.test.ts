@@ -131,6 +131,35 @@ describe('the hostile pack under isolation required', () => {
     expect(await readdir(join(runtimeParent, dir!, 'env'))).toEqual([]);
   });
 
+  it('keeps the descriptors engines pass (fd 3) and closes leaked ones above 9 (a host pipe at fd 12)', async () => {
+    const confinement = await confine('required');
+    const wrapped = confinement.wrap({
+      file: process.execPath,
+      args: [
+        '-e',
+        "const fs = require('fs'); fs.writeSync(3, 'kept'); try { fs.writeSync(12, 'leaked'); } catch {}",
+      ],
+      cwd: host.workspace,
+      env: host.env(),
+    });
+    const { spawn } = await import('node:child_process');
+    const stdio = ['ignore', 'ignore', 'pipe', 'pipe', ...Array(8).fill('ignore'), 'pipe'] as const;
+    const child = spawn(wrapped.file, [...wrapped.args], {
+      cwd: wrapped.cwd,
+      env: wrapped.env,
+      stdio: [...stdio],
+    });
+    const received = { 3: '', 12: '' };
+    for (const fd of [3, 12] as const)
+      (child.stdio[fd] as NodeJS.ReadableStream).on(
+        'data',
+        (d: Buffer) => (received[fd] += d.toString()),
+      );
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(received).toEqual({ 3: 'kept', 12: '' });
+  });
+
   it('killing the process group ends everything in the sandbox, grandchildren included', async () => {
     const confinement = await confine('required', { allowOrigins: [] });
     const tunnel = createServer();
