@@ -22,7 +22,13 @@ export {
   parsePackManifest,
 } from './manifest.js';
 export type { OciDescriptor, PackArtifactMeta, PackManifest } from './manifest.js';
-export { highestSemverTag, listOciTags, pullPackArtifact, resolvePackArtifact } from './pull.js';
+export {
+  highestSemverTag,
+  listOciTags,
+  pullPackArtifact,
+  resolvePackArtifact,
+  withPulledPackArtifact,
+} from './pull.js';
 export type {
   PullPackArtifactOptions,
   PullPackArtifactResult,

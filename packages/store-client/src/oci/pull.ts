@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -387,4 +388,30 @@ export async function pullPackArtifact(
     throw error;
   }
   return { ...resolved, file: options.to };
+}
+
+/**
+ * Pulls the layer into a private temporary folder (under `tmpDir`, default the OS's), hands the
+ * checked archive to `use`, and removes the folder afterwards whatever happens: the shape an
+ * install from `oci://` needs (pull, extract and verify, forget the archive).
+ */
+export async function withPulledPackArtifact<T>(
+  ref: string | OciReference,
+  options: OciClientOptions & { tmpDir?: string },
+  use: (pulled: PullPackArtifactResult) => Promise<T>,
+): Promise<T> {
+  let dir: string;
+  try {
+    dir = await mkdtemp(join(options.tmpDir ?? tmpdir(), 'packwarden-oci-'));
+  } catch (cause) {
+    throw ociError('ERR_OCI_IO', `cannot create a temporary folder: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  try {
+    const pulled = await pullPackArtifact(ref, { ...options, to: join(dir, 'pack.tar.gz') });
+    return await use(pulled);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
