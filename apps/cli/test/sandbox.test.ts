@@ -1,16 +1,27 @@
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectRunnerSocket } from '@packwarden/runner-host';
 import { runConformance } from '@packwarden/runner-host/conformance';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, tempDir } from './helpers.js';
 import {
   baseEnv,
   bin,
   ensureRunnerHostBuild,
   fixture,
+  selfContainedScriptedPack,
   packwarden,
   startSandbox,
   textOf,
@@ -18,10 +29,16 @@ import {
 } from './fixtures/sandbox.js';
 
 afterEach(cleanTemps);
-beforeAll(ensureRunnerHostBuild);
+let scriptedPack: string;
+let scriptedRoot: string;
+beforeAll(async () => {
+  ensureRunnerHostBuild();
+  scriptedRoot = mkdtempSync(join(tmpdir(), 'pw-scripted-'));
+  scriptedPack = await selfContainedScriptedPack(scriptedRoot);
+}, 120_000);
+afterAll(() => rmSync(scriptedRoot, { recursive: true, force: true }));
 
 const probePack = fixture('probe-pack');
-const scriptedPack = fixture('scripted-pack');
 const SECRET_FRAGMENTS = ['sk-live-', 'SESSION-KEY', 'SECRET-VALUE'];
 
 interface Report {
@@ -197,16 +214,18 @@ describe('packwarden sandbox', () => {
     expect(sandbox.stderr()).not.toContain(token);
   });
 
-  test('after boot an unhandled rejection is logged and the session lives on; an uncaught exception exits 1', async () => {
+  test('an engine’s stray rejection is logged and the session lives on; an engine crash ends only the engine’s process', async () => {
     const sandbox = startSandbox(['--agent', probePack, '--state-dir', stateDir()]);
     expect((await sandbox.run({ message: 'reject' })).outcome.type).toBe('result');
     const after = await sandbox.run({ message: 'still alive?' });
     expect(textOf(after.events)).toBe('echo:still alive?');
     await until(() => sandbox.stderr().includes('a stray rejection'), 5000, 'the log line');
-    expect(sandbox.stderr()).toContain('unhandled rejection (the session goes on)');
-    await sandbox.run({ message: 'throw-later' });
-    expect(await sandbox.exit).toBe(1);
-    expect(sandbox.stderr()).toContain('uncaught exception, exiting: Error: an uncaught boom');
+    expect(sandbox.stderr()).toContain('unhandled rejection');
+    expect(textOf((await sandbox.run({ message: 'throw-later' })).events)).toBe('armed');
+    const next = await sandbox.run({ message: 'after the crash' });
+    expect(textOf(next.events)).toBe('echo:after the crash');
+    await sandbox.client.shutdown();
+    expect(await sandbox.exit).toBe(0);
   });
 
   test('boot failures exit non-zero and say why', () => {

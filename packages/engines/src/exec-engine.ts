@@ -7,6 +7,7 @@ import {
   type KillRequest,
 } from '@packwarden/runner-host';
 import * as z from 'zod';
+import type { CommandWrapper, WrappableCommand } from './command-wrapper.js';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
 import { effectiveFileAccess } from './permissions.js';
 import type { ResolvedExecSpec } from './exec-spec.js';
@@ -24,6 +25,8 @@ export interface CreateExecEngineOptions {
   killGraceMs?: number;
   /** A stdout line longer than this is skipped (reported). Default 16 MiB. */
   maxLineBytes?: number;
+  /** Confinement: rewrites the command of every turn (`bwrap … -- <command>`). Default: none. */
+  wrap?: CommandWrapper;
 }
 
 const text = z.string().max(16 * 1024 * 1024);
@@ -171,9 +174,16 @@ export function createExecEngine(
 
       let child: Child;
       try {
-        child = spawn(spec.program, spec.args, {
+        // Every child goes through the wrapper (confinement), never around it.
+        const command = (options.wrap ?? ((given: WrappableCommand) => given))({
+          file: spec.program,
+          args: spec.args,
           cwd: runtime.workspaceRoot,
           env: turnEnvironment(spec, options.packDir, options, runOptions, runtime.workspaceRoot),
+        });
+        child = spawn(command.file, [...command.args], {
+          cwd: command.cwd,
+          env: command.env,
           detached: true,
           stdio: ['pipe', 'pipe', 'pipe'],
         });

@@ -1,8 +1,9 @@
-import { lstat, readFile, realpath } from 'node:fs/promises';
-import { join, relative, isAbsolute, sep } from 'node:path';
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { AgentManifest } from '@packwarden/pack-manifest';
 import { createClaudeEngine, type CreateClaudeEngineOptions } from './claude-engine.js';
 import { createCodexEngine, type CreateCodexEngineOptions } from './codex-engine.js';
+import type { CommandWrapper } from './command-wrapper.js';
 import { loadCustomEngine } from './custom-engine.js';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './custom-manifest.js';
 import { EngineError } from './errors.js';
@@ -25,12 +26,32 @@ export interface LoadPackEngineOptions {
   claude?: Pick<CreateClaudeEngineOptions, 'executablePath' | 'loadSdk'>;
   /** Options of the built-in `codex` engine (its SDK is imported only when a pack uses it). */
   codex?: Pick<CreateCodexEngineOptions, 'executablePath' | 'loadSdk'>;
+  /**
+   * Decides whether engine code from `source` may load, before anything of it is read; throw to
+   * refuse. The sandbox uses it to refuse engines installed under `home` when a signature is
+   * required (docs/sandbox.md, "What may load"). Default: everything found may load.
+   */
+  admit?: (source: EngineSource) => void | Promise<void>;
+  /**
+   * Confinement: rewrites every child the engine starts (exec commands, the process hosting a
+   * custom engine, the claude / codex CLIs). Default: none (commands run as given).
+   */
+  wrap?: CommandWrapper;
+  /** Custom engines: logs and console lines that belong to no run (scrubbed). */
+  onLog?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }
+
+/**
+ * Where the code of a pack's engine comes from: built into this package, the pack's own
+ * `engines/<id>/`, or an engine installed in `<home>/engines/<id>/`.
+ */
+export type EngineSource =
+  | { kind: 'built-in'; id: string }
+  | { kind: 'pack'; id: string; folder: string }
+  | { kind: 'installed'; id: string; folder: string };
 
 /** The engines built into this package (`claude` and `codex` need their optional SDK). */
 export const BUILT_IN_ENGINES: readonly string[] = Object.freeze(['exec', 'claude', 'codex']);
-
-const MAX_SYSTEM_PROMPT_BYTES = 256 * 1024;
 
 async function isEngineFolder(dir: string): Promise<boolean> {
   try {
@@ -40,27 +61,12 @@ async function isEngineFolder(dir: string): Promise<boolean> {
   }
 }
 
-/** Reads the pack's `spec.prompts.system`, refusing paths that leave the pack. */
-async function readSystemPrompt(
-  packDir: string,
-  manifest: AgentManifest,
-): Promise<string | undefined> {
-  const declared = manifest.spec.prompts?.system;
-  if (declared === undefined) return undefined;
-  const root = await realpath(packDir);
-  const path = await realpath(join(root, declared)).catch(() => undefined);
-  if (path === undefined) return undefined;
-  const rel = relative(root, path);
-  if (rel === '' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
-  const info = await lstat(path);
-  if (!info.isFile() || info.size > MAX_SYSTEM_PROMPT_BYTES) return undefined;
-  return readFile(path, 'utf8');
-}
-
 /**
- * The engine a pack's `spec.engine: <id>` names, found in `<pack>/engines/<id>/`, then
- * `<home>/engines/<id>/` (custom engines, AgentHippo Custom Engine V2), then among the built-in
- * engines (`exec`, and `claude` / `codex`, which import their SDK here).
+ * The engine a pack's `spec.engine: <id>` names. A built-in id (`exec`, `claude`, `codex`) is
+ * always the built-in engine: no folder can shadow it (a folder named `engines/exec/` in the pack
+ * or in `home` is never loaded). Any other id is a custom engine (AgentHippo Custom Engine V2)
+ * found in `<pack>/engines/<id>/`, then `<home>/engines/<id>/`. `options.admit` sees the source
+ * before any of its code loads.
  */
 export async function loadPackEngine(options: LoadPackEngineOptions): Promise<PackEngine> {
   const { manifest, packDir } = options;
@@ -82,12 +88,25 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
       : {}),
     ...(manifest.spec.model !== undefined ? { model: manifest.spec.model } : {}),
   };
-  const folders = [join(packDir, 'engines', id), join(options.home, 'engines', id)];
-  for (const folder of folders) {
+  if (BUILT_IN_ENGINES.includes(id)) {
+    await options.admit?.({ kind: 'built-in', id });
+    return loadBuiltInEngine(id, pack, options);
+  }
+  const folders = [
+    { kind: 'pack' as const, id, folder: join(packDir, 'engines', id) },
+    { kind: 'installed' as const, id, folder: join(options.home, 'engines', id) },
+  ];
+  for (const source of folders) {
+    const { folder } = source;
     if (await isEngineFolder(folder)) {
+      await options.admit?.(source);
       const engine = await loadCustomEngine(folder, {
         pack,
-        systemPrompt: () => readSystemPrompt(packDir, manifest),
+        packDir,
+        packManifest: manifest,
+        ...(options.env !== undefined ? { env: options.env } : {}),
+        ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
+        ...(options.onLog !== undefined ? { onLog: options.onLog } : {}),
       });
       if (engine.id !== id) {
         throw new EngineError(
@@ -98,6 +117,18 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
       return engine;
     }
   }
+  throw new EngineError(
+    'ERR_ENGINE_NOT_FOUND',
+    `no engine ${JSON.stringify(id)}: looked in ${folders.map((source) => source.folder).join(' and ')} (a folder with ${CUSTOM_ENGINE_MANIFEST_FILE}) and among the built-in engines (${BUILT_IN_ENGINES.join(', ')})`,
+  );
+}
+
+function loadBuiltInEngine(
+  id: string,
+  pack: PackIdentity,
+  options: LoadPackEngineOptions,
+): Promise<PackEngine> | PackEngine {
+  const { manifest, packDir } = options;
   if (id === 'exec') {
     const spec = parseExecSpec((manifest.spec as Record<string, unknown>).exec, packDir);
     return createExecEngine(spec, {
@@ -108,6 +139,7 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
       ...(options.exec?.stderrTailBytes !== undefined
         ? { stderrTailBytes: options.exec.stderrTailBytes }
         : {}),
+      ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
     });
   }
   if (id === 'claude' || id === 'codex') {
@@ -125,8 +157,5 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
     const loadSdk = options.codex?.loadSdk;
     return createCodexEngine({ ...sdkOptions, ...(loadSdk !== undefined ? { loadSdk } : {}) });
   }
-  throw new EngineError(
-    'ERR_ENGINE_NOT_FOUND',
-    `no engine ${JSON.stringify(id)}: looked in ${folders.join(' and ')} (a folder with ${CUSTOM_ENGINE_MANIFEST_FILE}) and among the built-in engines (${BUILT_IN_ENGINES.join(', ')})`,
-  );
+  throw new EngineError('ERR_ENGINE_NOT_FOUND', `no built-in engine ${JSON.stringify(id)}`);
 }

@@ -44,16 +44,44 @@ describe('loadPackEngine resolution', () => {
     );
   });
 
-  test('a pack folder named like a built-in engine wins over it; otherwise exec is built in', async () => {
+  test('a built-in engine can never be shadowed: engines/exec/ in the pack or in home is not loaded', async () => {
     const pack = tempDir();
+    const home = tempDir();
     const m = manifest('  engine: exec\n  exec: {command: [sh, -c, "true"]}');
-    expect(
-      (await loadPackEngine({ packDir: pack, manifest: m, home: tempDir() })).displayName,
-    ).toBe('exec: sh');
     customEngine(pack, 'exec', 'custom exec');
-    expect(
-      (await loadPackEngine({ packDir: pack, manifest: m, home: tempDir() })).displayName,
-    ).toBe('custom exec');
+    customEngine(home, 'exec', 'installed exec');
+    const seen: string[] = [];
+    const engine = await loadPackEngine({
+      packDir: pack,
+      manifest: m,
+      home,
+      admit: (source) => void seen.push(source.kind),
+    });
+    expect(engine.displayName).toBe('exec: sh');
+    expect(seen).toEqual(['built-in']);
+  });
+
+  test('admit sees where a custom engine comes from before it loads, and can refuse it', async () => {
+    const pack = tempDir();
+    const home = tempDir();
+    customEngine(home, 'ghost', 'installed ghost');
+    const refusal = new Error('refused by the embedder');
+    const seen: unknown[] = [];
+    const refused = await failure(
+      loadPackEngine({
+        packDir: pack,
+        manifest: manifest('  engine: ghost'),
+        home,
+        admit: (source) => {
+          seen.push(source);
+          throw refusal;
+        },
+      }),
+    );
+    expect(refused).toBe(refusal);
+    expect(seen).toEqual([
+      { kind: 'installed', id: 'ghost', folder: join(home, 'engines', 'ghost') },
+    ]);
   });
 
   test('unknown ids, missing spec.engine and an id mismatch are clear errors', async () => {

@@ -1,2 +1,51 @@
-// @packwarden/sandbox: the sandbox service and the confinement of pack code.
-export const SANDBOX_PACKAGE = '@packwarden/sandbox';
+// @packwarden/sandbox: the sandbox service, the `run` driver, and the confinement of pack code.
+export { SandboxError, isSandboxError } from './errors.js';
+export type { SandboxErrorCode, SandboxErrorOptions } from './errors.js';
+export { SANDBOX_LIMITS } from './limits.js';
+
+export { serveSandbox } from './serve.js';
+export type { ServeSandboxOptions } from './serve.js';
+export { bootPack } from './boot.js';
+export type { BootPackOptions, BootedPack, SandboxLogger } from './boot.js';
+export { applyStateEnvironment, createSandboxState, CREDENTIAL_VARIABLES } from './state.js';
+export type { SandboxState } from './state.js';
+export { ENGINE_ENV_ALLOWED, engineEnvironment, pruneEnvironment } from './engine-env.js';
+export { engineAdmission } from './engine-admission.js';
+export {
+  assertNoOverlap,
+  copyPackTree,
+  pathsOverlap,
+  prepareTargetDir,
+  replaceWithCopy,
+} from './pack-copy.js';
+export { sessionEngine } from './session-engine.js';
+export type { SessionEngine } from './session-engine.js';
+export { takeOverStdio } from './stdio.js';
+
+export { defaultRunStateDir, runInSandbox, sandboxChildEnvironment } from './run.js';
+export type { RunInSandboxOptions, RunInSandboxResult } from './run.js';
+
+export {
+  createConfinement,
+  GUARANTEE_IDS,
+  ISOLATION_LIMITS,
+  parseAllowedOrigin,
+  RequestHeadReader,
+  runDoctor,
+  startHostProxy,
+} from './isolation/index.js';
+export type {
+  AllowedOrigin,
+  Confinement,
+  ConfinementPolicy,
+  CreateConfinementOptions,
+  DoctorOptions,
+  DoctorReport,
+  GuaranteeId,
+  GuaranteeStatus,
+  HeadStep,
+  HostProxy,
+  HostProxyOptions,
+  IsolationMode,
+  ProxyEvent,
+} from './isolation/index.js';

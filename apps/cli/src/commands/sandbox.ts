@@ -17,6 +17,7 @@ export interface RunFlags extends TrustFlags {
   json?: boolean;
   baseUrl?: string;
   modelToken?: string;
+  modelTokenFile?: string;
   model?: string;
   fileAccess?: 'none' | 'read' | 'write';
   requireSignedPack?: boolean;
@@ -72,9 +73,15 @@ Docs: docs/sandbox.md`,
       .argument('<message>', 'what to ask the agent')
       .option('--json', 'print the protocol frames, one JSON object per line')
       .option('--base-url <url>', 'model gateway for this turn (default $PACKWARDEN_BASE_URL)')
+      .addOption(
+        new Option(
+          '--model-token <token>',
+          'model credential for this turn; visible to other local users: prefer $PACKWARDEN_MODEL_TOKEN or --model-token-file',
+        ).conflicts('modelTokenFile'),
+      )
       .option(
-        '--model-token <token>',
-        'model credential for this turn (default $PACKWARDEN_MODEL_TOKEN); sent only in the run frame',
+        '--model-token-file <file>',
+        'read the model credential from FILE, or from stdin with "-" (default $PACKWARDEN_MODEL_TOKEN); sent only in the run frame',
       )
       .option('--model <id>', 'model id for this turn')
       .addOption(
@@ -91,6 +98,8 @@ Docs: docs/sandbox.md`,
     .addHelpText(
       'after',
       `
+The model token comes from --model-token-file FILE|-, then $PACKWARDEN_MODEL_TOKEN; --model-token
+works but puts the token on the command line, where every local user can read it (a warning says so).
 Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 130 cancelled (Ctrl-C).
 On a terminal the turn streams as it happens and questions are asked; otherwise questions are
 declined. --json prints every frame the sandbox sends (welcome first, the terminal frame last).`,

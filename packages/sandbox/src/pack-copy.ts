@@ -1,0 +1,188 @@
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, readlink, realpath, rm, symlink } from 'node:fs/promises';
+import { join, relative, isAbsolute, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { SandboxError } from './errors.js';
+import { SANDBOX_LIMITS } from './limits.js';
+
+/** Whether `inner` is `outer` or lies inside it (both absolute, already resolved). */
+export function isWithin(inner: string, outer: string): boolean {
+  const rel = relative(outer, inner);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/** Whether two folders overlap: the same, or one inside the other. */
+export function pathsOverlap(a: string, b: string): boolean {
+  return isWithin(a, b) || isWithin(b, a);
+}
+
+/** `realpath`, or the path itself when it does not exist yet (nothing to resolve). */
+async function resolved(path: string): Promise<string> {
+  return realpath(path).catch(() => path);
+}
+
+/**
+ * Refuses a copy whose source and destination overlap: copying a pack into itself recurses until
+ * the path is too long, and replacing a folder that holds the source empties the pack
+ * (docs/sandbox.md, "The pack is synced into the workspace").
+ */
+export async function assertNoOverlap(source: string, target: string, what: string): Promise<void> {
+  const [from, to] = await Promise.all([resolved(source), resolved(target)]);
+  if (pathsOverlap(from, to)) {
+    throw new SandboxError(
+      'ERR_WORKSPACE_OVERLAPS_PACK',
+      `${what}: the pack ${from} and ${to} overlap (one is inside the other); use a workspace outside the pack, and a pack outside the workspace's .packwarden/agents/`,
+    );
+  }
+}
+
+/**
+ * Prepares `root/segments…` as an empty folder for a fresh copy, never following a symlink: each
+ * level is `lstat`ed from `root` (a folder the caller trusts) and must be a real folder or
+ * missing (then created); the last level, if it exists, must be a real folder and is removed
+ * (`rm` unlinks symlinks inside it, never follows them). Anything else is refused before any
+ * change (docs/sandbox.md: sync never traverses a symlink it did not create).
+ */
+export async function prepareTargetDir(root: string, segments: readonly string[]): Promise<string> {
+  const rootInfo = await lstat(root).catch(() => undefined);
+  if (rootInfo === undefined || !rootInfo.isDirectory()) {
+    throw new SandboxError('ERR_UNSAFE_PATH', `${root} is not a folder (a symlink or missing)`);
+  }
+  // Check every level before changing anything, so a refusal leaves no trace.
+  let path = root;
+  const missing: string[] = [];
+  for (const segment of segments) {
+    path = join(path, segment);
+    const info = await lstat(path).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw new SandboxError('ERR_UNSAFE_PATH', `cannot inspect ${path}: ${error.message}`, {
+        cause: error,
+      });
+    });
+    if (info === undefined) {
+      missing.push(path);
+      continue;
+    }
+    if (missing.length > 0 || !info.isDirectory()) {
+      throw new SandboxError(
+        'ERR_UNSAFE_PATH',
+        `refusing to write through ${path}: it is ${info.isSymbolicLink() ? 'a symlink' : 'not a folder'}; the sandbox never follows a link it did not create`,
+      );
+    }
+  }
+  const target = path;
+  if (!missing.includes(target)) await rm(target, { recursive: true, force: true });
+  let created = root;
+  for (const segment of segments) {
+    created = join(created, segment);
+    // Non-recursive mkdir: an entry that appeared since the check fails it (EEXIST).
+    await mkdir(created).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST' || created === target) throw unsafe(created, error);
+    });
+    const info = await lstat(created);
+    if (!info.isDirectory()) throw unsafe(created);
+  }
+  return target;
+}
+
+function unsafe(path: string, cause?: unknown): SandboxError {
+  return new SandboxError(
+    'ERR_UNSAFE_PATH',
+    `refusing to write through ${path}: it changed while the sandbox was preparing it`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * Copies a pack tree into `target` (an empty folder): regular files (keeping their permission
+ * bits, which the digest covers), folders, and symlinks as links (never followed). Source files
+ * are opened with `O_NOFOLLOW` and destination files created with `O_EXCL`, so a link swapped in
+ * during the copy is refused rather than followed. Bounded by {@link SANDBOX_LIMITS}.
+ */
+export async function copyPackTree(source: string, target: string): Promise<number> {
+  let count = 0;
+  let bytes = 0;
+  const visit = async (from: string, to: string, depth: number): Promise<void> => {
+    if (depth > SANDBOX_LIMITS.maxPackDepth) {
+      throw new SandboxError(
+        'ERR_PACK_COPY',
+        `the pack is nested deeper than ${SANDBOX_LIMITS.maxPackDepth} folders`,
+      );
+    }
+    for (const entry of await readdir(from, { withFileTypes: true })) {
+      count += 1;
+      if (count > SANDBOX_LIMITS.maxPackEntries) {
+        throw new SandboxError(
+          'ERR_PACK_COPY',
+          `the pack has more than ${SANDBOX_LIMITS.maxPackEntries} entries`,
+        );
+      }
+      const src = join(from, entry.name);
+      const dst = join(to, entry.name);
+      if (entry.isDirectory()) {
+        await mkdir(dst);
+        await visit(src, dst, depth + 1);
+      } else if (entry.isSymbolicLink()) {
+        await symlink(await readlink(src), dst);
+      } else if (entry.isFile()) {
+        bytes += await copyFileNoFollow(src, dst, SANDBOX_LIMITS.maxPackBytes - bytes);
+      } else {
+        throw new SandboxError(
+          'ERR_PACK_COPY',
+          `cannot copy ${src}: not a file, folder or symlink`,
+        );
+      }
+    }
+  };
+  await visit(source, target, 0);
+  return count;
+}
+
+async function copyFileNoFollow(src: string, dst: string, budget: number): Promise<number> {
+  const input = await open(src, constants.O_RDONLY | constants.O_NOFOLLOW);
+  let size: number;
+  let output;
+  try {
+    const info = await input.stat();
+    if (!info.isFile()) {
+      throw new SandboxError('ERR_PACK_COPY', `cannot copy ${src}: not a regular file`);
+    }
+    if (info.size > budget) {
+      throw new SandboxError(
+        'ERR_PACK_COPY',
+        `the pack is larger than ${SANDBOX_LIMITS.maxPackBytes} bytes`,
+      );
+    }
+    size = info.size;
+    output = await open(
+      dst,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
+    await output.chmod(info.mode & 0o777);
+  } catch (error) {
+    await input.close();
+    await output?.close();
+    throw error;
+  }
+  if (size === 0) {
+    await Promise.all([input.close(), output.close()]);
+    return 0;
+  }
+  // The streams own (and close) the handles; reading stops at the size checked above.
+  await pipeline(input.createReadStream({ end: size - 1 }), output.createWriteStream());
+  return size;
+}
+
+/** Replaces `root/segments…` with a fresh copy of `source`, refusing links and overlaps. */
+export async function replaceWithCopy(
+  source: string,
+  root: string,
+  segments: readonly string[],
+  what: string,
+): Promise<string> {
+  await assertNoOverlap(source, join(root, ...segments), what);
+  const target = await prepareTargetDir(root, segments);
+  await copyPackTree(source, target);
+  return target;
+}

@@ -1,0 +1,209 @@
+import { chmod, lstat, unlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { resolve } from 'node:path';
+import { PassThrough, type Writable } from 'node:stream';
+import type { EngineRuntime } from '@packwarden/engines';
+import { readPackwardenFlag } from '@packwarden/pack-manifest';
+import {
+  SecretSet,
+  startRunnerHost,
+  type PeerInfo,
+  type RunnerHostLogEntry,
+  type RunnerHostOptions,
+} from '@packwarden/runner-host';
+import { loadPackTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
+import { bootPack, type BootedPack, type SandboxLogger } from './boot.js';
+import { engineEnvironment, pruneEnvironment } from './engine-env.js';
+import { SandboxError } from './errors.js';
+import { sessionEngine } from './session-engine.js';
+import { applyStateEnvironment, createSandboxState, type SandboxState } from './state.js';
+import { takeOverStdio } from './stdio.js';
+
+export interface ServeSandboxOptions {
+  /** A pack folder, or the name of a pack installed in the sandbox's PACKWARDEN_HOME or `./.packwarden/agents/`. */
+  agent: string;
+  /** `stdio`: one session on stdin/stdout. `socket`: a unix socket (mode 0660), one session per connection. */
+  transport: { kind: 'stdio' } | { kind: 'socket'; path: string };
+  /** All writable state. Required (the CLI's default is `/state`). */
+  stateDir: string;
+  /** The workspace engines work in. Default `<stateDir>/workspace`. */
+  workspace?: string;
+  /** Relative paths resolve here. Default `process.cwd()`. */
+  cwd?: string;
+  /**
+   * Copy the pack into `<state>/pack`, verify that copy, and load and sync only it. Default: the
+   * environment's `PACKWARDEN_REQUIRE_SIGNED_PACK` (read by `readPackwardenFlag`).
+   */
+  requireSignedPack?: boolean;
+  /**
+   * The trust root for a required signature; called once, only then. Default: the environment's
+   * trust-root variables with no disk cache. Supply one with `cacheDir: false` too: a cache under
+   * the state dir is writable by pack code (docs/sandbox.md, "Trust root").
+   */
+  trustRoot?: () => Promise<PackTrustRoot>;
+  /** How long a cancelled engine may take before it is killed. Default 5000 ms. */
+  cancelGraceMs?: number;
+  /** Who answers `hello`. */
+  host?: PeerInfo;
+  /** Diagnostics (boot, sessions, the host's log). Default: none. Lines written here are not scrubbed; stderr is. */
+  log?: SandboxLogger;
+  /** Aborting it closes gracefully: active runs end `cancelled`, each session gets `bye`. */
+  signal?: AbortSignal;
+  /** Called once the pack is booted (verified, synced, engine loaded), before any session. */
+  onBooted?: (booted: BootedPack, state: SandboxState) => void;
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 0)
+    throw new SandboxError('ERR_INVALID_OPTIONS', `${name} must be a non-negative integer`);
+  return value;
+}
+
+/** Removes a stale socket left by a previous run; refuses to remove anything else. */
+async function removeStaleSocket(path: string): Promise<void> {
+  const info = await lstat(path).catch(() => undefined);
+  if (info === undefined) return;
+  if (!info.isSocket()) {
+    throw new SandboxError(
+      'ERR_SOCKET',
+      `refusing to replace ${path}: it exists and is not a socket`,
+    );
+  }
+  await unlink(path);
+}
+
+async function listen(server: Server, path: string): Promise<void> {
+  // 0660 from the start (umask), and chmod in case the umask was wider than ours.
+  const previous = process.umask(0o117);
+  try {
+    await new Promise<void>((ok, fail) => {
+      server.once('error', fail);
+      server.listen(path, () => {
+        server.off('error', fail);
+        ok();
+      });
+    });
+  } catch (cause) {
+    throw new SandboxError('ERR_SOCKET', `cannot listen on ${path}: ${(cause as Error).message}`, {
+      cause,
+    });
+  } finally {
+    process.umask(previous);
+  }
+  await chmod(path, 0o660);
+}
+
+/**
+ * The sandbox service (docs/sandbox.md): boots one pack and serves it behind the runner-host
+ * protocol until the transport ends or `signal` aborts. It owns its process: it points
+ * `process.env` at the state dir and prunes it to the engine allow-list, `chdir`s into the
+ * workspace, and makes stdout the protocol's alone (other writes go to stderr, scrubbed).
+ * Boot failures reject with their typed error before any pack code runs.
+ */
+export async function serveSandbox(options: ServeSandboxOptions): Promise<void> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = process.env;
+  const cancelGraceMs = positiveInteger(options.cancelGraceMs ?? 5000, 'cancelGraceMs');
+  const log: SandboxLogger = options.log ?? (() => {});
+  const requireSigned = options.requireSignedPack ?? readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
+  // The trust root is read from the environment the sandbox was started with, before it is pruned.
+  const trustEnv = { ...env };
+  const trustRoot =
+    options.trustRoot ?? (() => loadPackTrustRoot({ env: trustEnv, cacheDir: false }));
+
+  const secrets = new SecretSet();
+  const channel: Writable = takeOverStdio(secrets);
+  const state = await createSandboxState(
+    resolve(cwd, options.stateDir),
+    options.workspace === undefined ? undefined : resolve(cwd, options.workspace),
+  );
+  applyStateEnvironment(env, state);
+  const booted = await bootPack({
+    agent: options.agent,
+    cwd,
+    env,
+    state,
+    requireSigned,
+    trustRoot,
+    engineEnv: engineEnvironment(env),
+    execKillGraceMs: Math.floor(cancelGraceMs / 2),
+    log,
+  });
+  // From here on pack code may run: it sees only the allow-listed environment.
+  pruneEnvironment(env);
+  process.chdir(state.workspace);
+  options.onBooted?.(booted, state);
+
+  const runtime: EngineRuntime = { workspaceRoot: state.workspace, stateDir: state.stateDir };
+  const hostOptions = (): Omit<RunnerHostOptions<EngineRuntime>, 'input' | 'output'> => {
+    const engine = sessionEngine(
+      booted.engine,
+      () => booted.createEngine(),
+      state.workspace,
+      secrets,
+    );
+    return {
+      engine,
+      runtime,
+      host: options.host ?? { name: 'packwarden sandbox', version: '0' },
+      cancelGraceMs,
+      kill: (request) => engine.kill(request),
+      logger: (entry: RunnerHostLogEntry) =>
+        log(entry.level, `${entry.runId !== undefined ? `[${entry.runId}] ` : ''}${entry.message}`),
+    };
+  };
+
+  // Each session reads through its own stream, so that closing can end it like an EOF would:
+  // the host then cancels the active run, says `bye` and flushes.
+  const sessions = new Set<() => void>();
+  const sessionInput = (source: NodeJS.ReadableStream) => {
+    const input = new PassThrough();
+    source.pipe(input);
+    const end = () => {
+      source.unpipe(input);
+      input.end();
+    };
+    sessions.add(end);
+    return { input, end };
+  };
+  let stopping = false;
+  let server: Server | undefined;
+  const stopAll = () => {
+    if (stopping) return;
+    stopping = true;
+    log('info', 'closing');
+    server?.close();
+    for (const end of sessions) end();
+  };
+  if (options.signal?.aborted === true) stopAll();
+  options.signal?.addEventListener('abort', stopAll, { once: true });
+
+  try {
+    if (options.transport.kind === 'stdio') {
+      const { input } = sessionInput(process.stdin);
+      const host = startRunnerHost({ ...hostOptions(), input, output: channel, endOutput: false });
+      await host.done;
+    } else {
+      const path = resolve(cwd, options.transport.path);
+      await removeStaleSocket(path);
+      const running = new Set<Promise<unknown>>();
+      server = createServer({ allowHalfOpen: true }, (socket) => {
+        socket.on('error', () => {});
+        const { input, end } = sessionInput(socket);
+        const done = startRunnerHost({ ...hostOptions(), input, output: socket }).done.then(() => {
+          sessions.delete(end);
+          running.delete(done);
+          socket.destroy();
+        });
+        running.add(done);
+        if (stopping) end();
+      });
+      await listen(server, path);
+      log('info', `listening on ${path}`);
+      await new Promise<void>((closed) => server?.once('close', closed));
+      await Promise.allSettled([...running]);
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', stopAll);
+  }
+}

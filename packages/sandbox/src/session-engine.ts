@@ -1,0 +1,64 @@
+import { resolve } from 'node:path';
+import type { EngineRuntime, PackEngine } from '@packwarden/engines';
+import type { KillRequest, RunnerEngine, SecretSet } from '@packwarden/runner-host';
+
+/** The engine of one session, with its own instance, disposed when the session ends. */
+export interface SessionEngine extends RunnerEngine<EngineRuntime> {
+  kill(request: KillRequest): void;
+  dispose(): Promise<void>;
+}
+
+/**
+ * The engine as one sandbox session sees it. Each session gets its own engine instance (from
+ * `take`, called at the first turn), so that a session's credentials rebuild only its own
+ * instance and never dispose one another session is using mid-turn (docs/sandbox.md, "Socket
+ * mode"). The run's secrets are learned (so stderr can be scrubbed), a different `workspaceRoot`
+ * on the wire is ignored with one warning per session, and the process is moved into the
+ * workspace before every turn.
+ */
+export function sessionEngine(
+  info: { id: string; displayName: string },
+  take: () => Promise<PackEngine>,
+  workspace: string,
+  secrets: SecretSet,
+): SessionEngine {
+  let warned = false;
+  let engine: Promise<PackEngine> | undefined;
+  let loaded: PackEngine | undefined;
+  const get = () => {
+    engine ??= take().then((value) => (loaded = value));
+    return engine;
+  };
+  return {
+    id: info.id,
+    displayName: info.displayName,
+    async stream(message, options, emitter, runtime, signal) {
+      secrets.add(options.modelToken);
+      secrets.add(options.gatewaySessionKey);
+      for (const value of Object.values(options.turnEnv ?? {})) secrets.add(value);
+      if (
+        !warned &&
+        options.workspaceRoot !== undefined &&
+        resolve(options.workspaceRoot) !== workspace
+      ) {
+        warned = true;
+        await emitter.warning(
+          'workspace_root_ignored',
+          `the sandbox works in its own workspace ${workspace}; the run frame's workspaceRoot ${JSON.stringify(options.workspaceRoot)} is ignored`,
+        );
+      }
+      const current = await get();
+      process.chdir(workspace);
+      return current.stream(message, options, emitter, runtime, signal);
+    },
+    onMaintenance: async (event, runtime) => {
+      await loaded?.onMaintenance?.(event, runtime);
+    },
+    kill: (request) => loaded?.kill?.(request),
+    async dispose() {
+      if (engine === undefined) return;
+      const current = await engine.catch(() => undefined);
+      await current?.dispose?.();
+    },
+  };
+}
