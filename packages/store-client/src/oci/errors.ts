@@ -45,6 +45,8 @@ export type OciErrorCode =
   // writing the registry
   /** The registry broke the upload protocol (no `Location`, a wrong `Range`, another digest back). */
   | 'ERR_OCI_UPLOAD_FAILED'
+  /** `immutableTags`: the tag already names another manifest (a re-published version). */
+  | 'ERR_OCI_TAG_EXISTS'
   /** Reading the archive to push, or writing the pulled layer, failed on the local file system. */
   | 'ERR_OCI_IO';
 

@@ -32,6 +32,12 @@ export interface PushPackArtifactOptions extends OciClientOptions {
   chunkThresholdBytes?: number;
   /** Chunk size of a chunked upload. Default 8 MiB. */
   chunkBytes?: number;
+  /**
+   * Refuse (`ERR_OCI_TAG_EXISTS`) when the tag already names another manifest: a version once
+   * published is never replaced. Re-pushing the same pack stays allowed. Checked before any
+   * upload; the registry itself does not lock the tag, so two concurrent pushers can still race.
+   */
+  immutableTags?: boolean;
 }
 
 export type BlobUploadMethod = 'present' | 'mounted' | 'monolithic' | 'chunked';
@@ -302,6 +308,37 @@ async function pushBlob(
   return 'chunked';
 }
 
+/** `immutableTags`: the tag must be absent, or already name exactly this manifest. */
+async function assertTagFree(session: RegistrySession, tag: string, digest: string): Promise<void> {
+  const fetched = await session.send({
+    method: 'GET',
+    url: session.url(`manifests/${tag}`),
+    headers: { accept: OCI_MANIFEST_MEDIA_TYPE, 'accept-encoding': 'identity' },
+    scopes: [repositoryScope(session.ref.repository, 'pull,push')],
+  });
+  if (fetched.response.status === 404) {
+    await fetched.response.body?.cancel().catch(() => undefined);
+    return;
+  }
+  await session.expectStatus(fetched, [200], `checking the tag ${tag}`);
+  const limit = session.options.limits.maxManifestBytes;
+  const existing = sha256Digest(
+    await session.readBody(fetched, limit, () =>
+      ociError(
+        'ERR_OCI_RESPONSE_TOO_LARGE',
+        `the manifest tagged ${tag} is larger than ${limit} bytes`,
+      ),
+    ),
+  );
+  if (existing !== digest) {
+    throw ociError(
+      'ERR_OCI_TAG_EXISTS',
+      `${formatOciReference(session.ref)} already names ${existing}; this pack would be ${digest}. Publish a new version instead of replacing one`,
+      { subject: formatOciReference(session.ref) },
+    );
+  }
+}
+
 /**
  * Pushes a pack archive as a pack artifact (OCI.md "The artifact") and tags it: the reference's
  * tag, else `meta.version`. The manifest has no time stamps and a canonical serialisation, so
@@ -369,6 +406,7 @@ export async function pushPackArtifact(
     // Built (and validated) before any request: bad metadata never leaves a half-pushed artifact.
     const built = buildPackManifest(meta, { digest: source.digest, size: source.size });
     const session = new RegistrySession(tagged, resolved);
+    if (options.immutableTags) await assertTagFree(session, tag, built.digest);
     const blobOptions = { mountFrom, chunkThresholdBytes, chunkBytes };
     await pushBlob(session, await bytesSource(OCI_EMPTY_CONTENT), {
       ...blobOptions,

@@ -106,6 +106,36 @@ describe('push and pull against the real distribution registry (no auth)', () =>
     expect(third.manifestDigest).toBe(first.manifestDigest);
   });
 
+  it('immutableTags refuses to move a published version, before uploading anything', async () => {
+    const ref = `oci://${registry.host}/acme/immutable`;
+    const first = await makePack('immutable', '1.0.0', { 'a.md': 'one' });
+    const pushed = await pushPackArtifact(first.archive, first.meta, ref, {
+      ...opts,
+      immutableTags: true,
+    });
+    // The same pack again: allowed, same digest.
+    const again = await pushPackArtifact(first.archive, first.meta, ref, {
+      ...opts,
+      immutableTags: true,
+    });
+    expect(again.manifestDigest).toBe(pushed.manifestDigest);
+    // Other content under the same version: refused, the tag unchanged, the new layer not uploaded.
+    const second = await makePack('immutable', '1.0.0', { 'a.md': 'two' });
+    await expect(
+      pushPackArtifact(second.archive, second.meta, ref, { ...opts, immutableTags: true }),
+    ).rejects.toMatchObject({ code: 'ERR_OCI_TAG_EXISTS' });
+    expect((await resolvePackArtifact(`${ref}:1.0.0`, opts)).manifestDigest).toBe(
+      pushed.manifestDigest,
+    );
+    const head = await fetch(`${registry.url}/v2/acme/immutable/blobs/${sha256(second.archive)}`, {
+      method: 'HEAD',
+    });
+    expect(head.status).toBe(404);
+    // Without the option a tag moves, as registries allow.
+    const moved = await pushPackArtifact(second.archive, second.meta, ref, opts);
+    expect(moved.manifestDigest).not.toBe(pushed.manifestDigest);
+  });
+
   it('pulls by tag, by digest and by highest semver tag, writing the archive that was pushed', async () => {
     const ref = `oci://${registry.host}/acme/multi`;
     const versions = ['1.0.0', '1.10.0', '1.9.3', '2.0.0-rc.1'];
