@@ -8,7 +8,7 @@ import {
 } from '@packwarden/runner-host';
 import type { CommandWrapper } from './command-wrapper.js';
 import { loadCustomEngineManifest, type CustomEngineManifest } from './custom-manifest.js';
-import { logLevelOf, type EmitPayload } from './engine-child-protocol.js';
+import { ENGINE_CHILD_LIMITS, logLevelOf, type EmitPayload } from './engine-child-protocol.js';
 import { EngineProcess, EngineProcessError, type RunEnd } from './engine-process.js';
 import { EngineError } from './errors.js';
 import { resolveMcpServers } from './mcp-servers.js';
@@ -180,8 +180,22 @@ export async function loadCustomEngine(
   const active = new Map<string, EngineEmitter>();
   const onLog = options.onLog ?? (() => {});
 
+  // Engine output is bounded like every other input: long messages are cut, and past a number
+  // of lines per turn the rest is dropped (the budget starts again with each turn).
+  let logBudget: number = ENGINE_CHILD_LIMITS.maxLogLinesPerTurn;
   function route(level: LogLevel, text: string, runId?: string): void {
-    const scrubbed = secrets.scrubText(text);
+    if (logBudget <= 0) return;
+    logBudget -= 1;
+    if (logBudget === 0) {
+      level = 'warn';
+      text = `engine ${manifest.id}: more than ${ENGINE_CHILD_LIMITS.maxLogLinesPerTurn} log lines; the rest of this turn's are dropped`;
+    }
+    // Scrubbed before it is cut: a cut must not leave the first characters of a secret behind.
+    const whole = secrets.scrubText(text);
+    const scrubbed =
+      whole.length > ENGINE_CHILD_LIMITS.maxLogChars
+        ? `${whole.slice(0, ENGINE_CHILD_LIMITS.maxLogChars)}… (cut)`
+        : whole;
     const emitter =
       (runId !== undefined ? active.get(runId) : undefined) ?? [...active.values()].at(-1);
     if (emitter !== undefined) emitter.log(level, scrubbed);
@@ -315,6 +329,7 @@ export async function loadCustomEngine(
     id: manifest.id,
     displayName: manifest.displayName ?? manifest.id,
     async stream(message, runOptions, emitter, runtime, signal) {
+      logBudget = ENGINE_CHILD_LIMITS.maxLogLinesPerTurn;
       secrets.add(runOptions.modelToken);
       secrets.add(runOptions.gatewaySessionKey);
       for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);

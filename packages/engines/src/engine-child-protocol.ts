@@ -12,8 +12,12 @@ export const ENGINE_CHILD_LIMITS = Object.freeze({
   maxTextChars: 4 * 1024 * 1024,
   /** Lines read but not yet handled before the parent stops reading (backpressure). */
   maxQueuedLines: 256,
-  /** Bytes of the engine's console output kept per line (longer lines are cut). */
+  /** Bytes of one line of the engine's console output (a longer line is dropped, with a notice). */
   maxOutputLineBytes: 8 * 1024,
+  /** Characters of one log message or console line passed on (the rest is cut). */
+  maxLogChars: 8 * 1024,
+  /** Log messages and console lines passed on per turn (and between turns); the rest are dropped. */
+  maxLogLinesPerTurn: 10_000,
 });
 
 const text = z.string().max(ENGINE_CHILD_LIMITS.maxTextChars);

@@ -310,4 +310,28 @@ describe('the engine process', () => {
     expect(readdirSync(outside)).toEqual([]);
     await s.close();
   });
+
+  test('engine output is bounded: long lines are cut, a flood is dropped after the per-turn budget', async () => {
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) {
+          turn.runtime.logger.info('k'.repeat(8192 - 4) + '${KEY}' + 'k'.repeat(100));
+          for (let i = 0; i < 10_050; i += 1) turn.runtime.logger.debug('line ' + i);
+          await turn.emitter.text('flooded');
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { outcome } = await s.run({ message: 'hi', modelToken: KEY });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    await s.close();
+    const wire = s.wire();
+    expect(wire).toContain('… (cut)');
+    // Scrubbed before cut: not even the first characters of the key survive at the cut.
+    expect(wire).not.toContain(`k${KEY.slice(0, 4)}`);
+    expect(wire).toContain('the rest of this turn');
+    expect(wire).toContain('"line 9997"');
+    expect(wire).not.toContain('"line 10000"');
+  });
 });
