@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { cleanTemps, examplePack, tempDir } from './helpers.js';
+import { cleanTemps, examplePack, repoRoot, tempDir } from './helpers.js';
 
 const bin = new URL('../dist/bin.js', import.meta.url).pathname;
 afterEach(cleanTemps);
@@ -51,4 +51,69 @@ describe('the built packwarden binary', () => {
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('Usage: packwarden');
   });
+});
+
+describe('licences', () => {
+  const dist = new URL('../dist/', import.meta.url).pathname;
+  const notices = readFileSync(join(repoRoot, 'apps', 'cli', 'THIRD_PARTY_NOTICES.md'), 'utf8');
+
+  test('THIRD_PARTY_NOTICES.md is what scripts/third-party-notices.mjs makes of this build', () => {
+    const check = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'scripts', 'third-party-notices.mjs'), '--check'],
+      { encoding: 'utf8' },
+    );
+    expect(check.status, check.stderr).toBe(0);
+  });
+
+  test('it names exactly the packages in the bundle, each with its licence text', () => {
+    // A second reading of the bundle: esbuild's path comments in the built chunks.
+    const bundled = new Set<string>();
+    for (const file of readdirSync(dist).filter((name) => name.endsWith('.js'))) {
+      const text = readFileSync(join(dist, file), 'utf8');
+      for (const [, name] of text.matchAll(/^\/\/ .*node_modules\/((?:@[^/]+\/)?[^/.][^/]*)\//gm))
+        bundled.add(name!);
+    }
+    expect(bundled.size).toBeGreaterThan(0);
+    const listed = new Set(
+      [...notices.matchAll(/^\| ([^ |]+) +\| [^|]+\| [^|]+\|$/gm)]
+        .map((row) => row[1]!)
+        .filter((name) => name !== 'package' && !name.startsWith('-')),
+    );
+    expect([...listed].sort()).toEqual([...bundled].sort());
+    for (const name of listed) {
+      const section = notices.split(/^## /m).find((part) => part.startsWith(`${name}@`));
+      expect(section, name).toMatch(/```+text\n[\s\S]*(Permission|Apache License|ISC)[\s\S]*\n```/);
+    }
+  });
+
+  test('LICENSE (Apache-2.0) at the root and in every published package, listed in its files', () => {
+    const apache = readFileSync(join(repoRoot, 'LICENSE'), 'utf8');
+    expect(apache).toMatch(/^\s+Apache License\n\s+Version 2\.0, January 2004/);
+    expect(apache).toContain('END OF TERMS AND CONDITIONS');
+    const folders = [
+      ...readdirSync(join(repoRoot, 'packages')).map((name) => join(repoRoot, 'packages', name)),
+      join(repoRoot, 'apps', 'cli'),
+    ];
+    for (const folder of folders) {
+      const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'));
+      expect(manifest.license, folder).toBe('Apache-2.0');
+      expect(manifest.files, folder).toContain('LICENSE');
+      expect(readFileSync(join(folder, 'LICENSE'), 'utf8'), folder).toBe(apache);
+    }
+  });
+
+  test('the CLI tarball carries LICENSE and THIRD_PARTY_NOTICES.md (npm pack)', () => {
+    const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: join(repoRoot, 'apps', 'cli'),
+      encoding: 'utf8',
+    });
+    expect(pack.status, pack.stderr).toBe(0);
+    const files = (
+      JSON.parse(pack.stdout) as Array<{ files: Array<{ path: string }> }>
+    )[0]!.files.map((file) => file.path);
+    expect(files).toEqual(
+      expect.arrayContaining(['LICENSE', 'THIRD_PARTY_NOTICES.md', 'dist/bin.js']),
+    );
+  }, 60_000);
 });
