@@ -2,7 +2,15 @@
 export { createConfinement } from './confinement.js';
 export { runDoctor, type DoctorOptions, type DoctorReport } from './doctor.js';
 export { ISOLATION_LIMITS } from './limits.js';
-export type { ProxyEvent } from './proxy.js';
+export {
+  RequestHeadReader,
+  startHostProxy,
+  type HeadStep,
+  type HostProxy,
+  type HostProxyOptions,
+  type ProxyEvent,
+} from './proxy.js';
+export { parseAllowedOrigin, type AllowedOrigin } from './origins.js';
 export {
   GUARANTEE_IDS,
   type Confinement,

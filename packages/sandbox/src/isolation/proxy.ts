@@ -139,12 +139,40 @@ function parseHead(head: string): ParsedHead | { malformed: string } {
   return { target: { scheme: 'http', ...authority }, upstreamHead };
 }
 
+export type HeadStep =
+  | { state: 'need-more' }
+  | { state: 'too-large' }
+  | { state: 'complete'; head: string; rest: Buffer };
+
+/**
+ * Collects a request head (up to the blank line) from chunks. Its verdict depends only on the
+ * bytes, never on where they were cut: past the limit plus the terminator's length the head
+ * cannot end in bounds any more, and only then is it refused without having seen the end.
+ */
+export class RequestHeadReader {
+  #buffered = Buffer.alloc(0);
+
+  push(chunk: Buffer): HeadStep {
+    this.#buffered = Buffer.concat([this.#buffered, chunk]);
+    const end = this.#buffered.indexOf('\r\n\r\n');
+    const max = ISOLATION_LIMITS.maxRequestHeadBytes;
+    if (end === -1)
+      return this.#buffered.length >= max + 4 ? { state: 'too-large' } : { state: 'need-more' };
+    if (end > max) return { state: 'too-large' };
+    return {
+      state: 'complete',
+      head: this.#buffered.subarray(0, end).toString('latin1'),
+      rest: this.#buffered.subarray(end + 4),
+    };
+  }
+}
+
 function handleConnection(
   client: Socket,
   options: Required<HostProxyOptions>,
   record: (event: Omit<ProxyEvent, 'at'>) => void,
 ): void {
-  let buffered = Buffer.alloc(0);
+  let headDone = false;
   client.on('error', () => client.destroy());
   const headTimer = setTimeout(() => {
     record({ target: '', verdict: 'malformed', reason: 'request head timed out' });
@@ -152,31 +180,29 @@ function handleConnection(
   }, ISOLATION_LIMITS.requestHeadTimeoutMs);
   headTimer.unref();
 
+  const reader = new RequestHeadReader();
   const onData = (chunk: Buffer): void => {
-    buffered = Buffer.concat([buffered, chunk]);
-    const end = buffered.indexOf('\r\n\r\n');
-    if (end === -1) {
-      if (buffered.length > ISOLATION_LIMITS.maxRequestHeadBytes) {
-        client.off('data', onData);
-        clearTimeout(headTimer);
-        record({ target: '', verdict: 'malformed', reason: 'request head too large' });
-        reply(client, '431 Request Header Fields Too Large', 'request head too large');
-      }
-      return;
-    }
+    const step = reader.push(chunk);
+    if (step.state === 'need-more') return;
+    headDone = true;
     client.off('data', onData);
     client.pause();
     clearTimeout(headTimer);
-    if (end > ISOLATION_LIMITS.maxRequestHeadBytes) {
+    if (step.state === 'too-large') {
       record({ target: '', verdict: 'malformed', reason: 'request head too large' });
       reply(client, '431 Request Header Fields Too Large', 'request head too large');
       return;
     }
-    const head = buffered.subarray(0, end).toString('latin1');
-    const rest = buffered.subarray(end + 4);
-    void forward(client, head, rest, options, record);
+    void forward(client, step.head, step.rest, options, record);
   };
   client.on('data', onData);
+  // A client that ends before its head is complete gets nothing, at once (not at the timeout).
+  client.once('end', () => {
+    if (headDone) return;
+    clearTimeout(headTimer);
+    record({ target: '', verdict: 'malformed', reason: 'request head incomplete' });
+    client.destroy();
+  });
 }
 
 async function forward(
@@ -265,7 +291,7 @@ export async function startHostProxy(
     if (events.length > ISOLATION_LIMITS.proxyLogEntries) events.shift();
   };
   const sockets = new Set<Socket>();
-  const server: Server = createServer({ pauseOnConnect: false }, (client) => {
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
     handleConnection(client, settled, record);

@@ -143,15 +143,22 @@ describe('the hostile pack under isolation required', () => {
       env: host.env(),
     });
     const { spawn } = await import('node:child_process');
-    const stdio = ['ignore', 'ignore', 'pipe', 'pipe', ...Array(8).fill('ignore'), 'pipe'] as const;
+    const stdio: ('ignore' | 'pipe')[] = [
+      'ignore',
+      'ignore',
+      'pipe',
+      'pipe',
+      ...Array<'ignore'>(8).fill('ignore'),
+      'pipe',
+    ];
     const child = spawn(wrapped.file, [...wrapped.args], {
       cwd: wrapped.cwd,
       env: wrapped.env,
-      stdio: [...stdio],
+      stdio,
     });
     const received = { 3: '', 12: '' };
     for (const fd of [3, 12] as const)
-      (child.stdio[fd] as NodeJS.ReadableStream).on(
+      (child.stdio as unknown as NodeJS.ReadableStream[])[fd]!.on(
         'data',
         (d: Buffer) => (received[fd] += d.toString()),
       );

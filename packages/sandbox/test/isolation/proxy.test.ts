@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllowedOrigin, type AllowedOrigin } from '../../src/isolation/origins.js';
-import { startHostProxy, type HostProxy } from '../../src/isolation/proxy.js';
+import fc from 'fast-check';
+import { ISOLATION_LIMITS } from '../../src/isolation/limits.js';
+import {
+  RequestHeadReader,
+  startHostProxy,
+  type HeadStep,
+  type HostProxy,
+} from '../../src/isolation/proxy.js';
 
 // A real proxy on a real unix socket, real upstream servers on 127.0.0.1: every verdict is read
 // from what the upstream saw (its request log), not from what the proxy says.
@@ -188,6 +195,21 @@ describe('host proxy', () => {
     expect(allowed.requests).toHaveLength(0);
   });
 
+  it('drops a client that ends before its head is complete at once, without waiting for the timeout', async () => {
+    const answer = await new Promise<string>((resolve) => {
+      const socket = connect(proxy.socketPath);
+      let got = '';
+      socket.on('data', (d) => (got += d.toString()));
+      socket.on('close', () => resolve(got));
+      socket.end(`GET http://127.0.0.1:${allowed.port}/ HTTP/1.1\r\nHost: x\r\n`);
+    });
+    expect(answer).toBe('');
+    expect(allowed.requests).toHaveLength(0);
+    expect(proxy.events).toEqual([
+      { at: 42, target: '', verdict: 'malformed', reason: 'request head incomplete' },
+    ]);
+  });
+
   it('answers 502 when an allowed origin is down', async () => {
     const port = other.port;
     other.server.closeAllConnections();
@@ -201,5 +223,56 @@ describe('host proxy', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 502/);
     expect(proxy.events[0]).toMatchObject({ verdict: 'failed' });
     other.server.listen(0, '127.0.0.1');
+  });
+});
+
+describe('RequestHeadReader', () => {
+  const feed = (bytes: Buffer, cuts: number[]): HeadStep => {
+    const reader = new RequestHeadReader();
+    const offsets = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((x, y) => x - y);
+    let from = 0;
+    let step: HeadStep = { state: 'need-more' };
+    for (const at of [...offsets, bytes.length]) {
+      step = reader.push(bytes.subarray(from, at));
+      from = at;
+      if (step.state !== 'need-more') return step;
+    }
+    return step;
+  };
+  const verdict = (step: HeadStep) =>
+    step.state === 'complete' ? `complete:${step.head}` : step.state;
+  const max = ISOLATION_LIMITS.maxRequestHeadBytes;
+
+  it('cut right before a terminator that ends exactly at the limit: complete, as in one piece', () => {
+    const head = `GET http://a/ HTTP/1.1\r\nX: ${'a'.repeat(max - 27)}`;
+    const bytes = Buffer.from(`${head}\r\n\r\n`);
+    expect(bytes.indexOf('\r\n\r\n')).toBe(max);
+    expect(verdict(feed(bytes, [bytes.length - 3]))).toBe(verdict(feed(bytes, [])));
+    expect(feed(bytes, []).state).toBe('complete');
+  });
+
+  it('gives the same verdict for any chunking of heads around the limit', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: max - 40, max: max + 40 }),
+        fc.boolean(),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        (length, terminated, cuts) => {
+          const body = Buffer.alloc(length, 0x61);
+          const bytes = terminated ? Buffer.concat([body, Buffer.from('\r\n\r\nrest')]) : body;
+          const whole = verdict(feed(bytes, []));
+          expect(verdict(feed(bytes, cuts))).toBe(whole);
+          expect(whole).toBe(
+            !terminated
+              ? length >= max + 4
+                ? 'too-large'
+                : 'need-more'
+              : length > max
+                ? 'too-large'
+                : `complete:${body.toString('latin1')}`,
+          );
+        },
+      ),
+    );
   });
 });
