@@ -24,6 +24,11 @@ export type StoreErrorCode =
   | 'ERR_DOWNLOAD_TOO_LARGE'
   | 'ERR_DOWNLOAD_SIZE_MISMATCH'
   | 'ERR_DOWNLOAD_INTEGRITY'
+  /**
+   * The server applied a `Content-Encoding` (gzip, br…) to an archive although `identity` was
+   * asked: `fetch` would hand over decoded bytes that the index's size and SHA-256 do not describe.
+   */
+  | 'ERR_DOWNLOAD_CONTENT_ENCODING'
   // archives
   | 'ERR_ARCHIVE_NOT_GZIP'
   | 'ERR_ARCHIVE_CORRUPT'

@@ -2,11 +2,10 @@ import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { close, constants as fsConstants, fchmod, mkdir as mkdirCb, open, write } from 'node:fs';
 import { chmod, mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import { checkArchivePath, foldName } from './archive-path.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
+import { inflateGzip } from './gunzip.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
 import { PathRegistry } from './path-registry.js';
 import { TarReader, type TarEntry, type TarEvent } from './tar-reader.js';
@@ -118,7 +117,7 @@ function ioError(error: unknown, path: string): StoreError {
   );
 }
 
-/** A Buffer becomes a stream of 64 KiB chunks, so the ratio check sees it arrive gradually. */
+/** A Buffer becomes a stream of 64 KiB chunks (never one copy of a large archive in one piece). */
 export function toArchiveStream(archive: Readable | Buffer | Uint8Array): Readable {
   if (archive instanceof Readable) return archive;
   if (archive instanceof Uint8Array) {
@@ -132,64 +131,6 @@ export function toArchiveStream(archive: Readable | Buffer | Uint8Array): Readab
     );
   }
   throw new StoreError('ERR_INVALID_ARGUMENT', 'archive must be a Readable stream or a Buffer');
-}
-
-/** Refuses anything that does not start like gzip, and counts the compressed bytes fed on. */
-class GzipGuard extends Transform {
-  bytes = 0;
-  private head: Buffer | undefined = Buffer.alloc(0);
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.head) {
-      const head: Buffer = Buffer.concat([this.head, chunk]);
-      if (head.length < 2) {
-        this.head = head;
-        return callback();
-      }
-      this.head = undefined;
-      if (head[0] !== 0x1f || head[1] !== 0x8b) return callback(notGzip(head));
-      return callback(null, head);
-    }
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    if (this.head) return callback(notGzip(this.head));
-    callback();
-  }
-}
-
-function notGzip(head: Buffer): StoreError {
-  const text = head.subarray(0, 64).toString('latin1').trimStart().toLowerCase();
-  const looksHtml = text.startsWith('<') || text.startsWith('<!doctype');
-  return new StoreError(
-    'ERR_ARCHIVE_NOT_GZIP',
-    head.length === 0
-      ? 'the archive is empty'
-      : looksHtml
-        ? 'the archive is an HTML page, not a .tar.gz (a login page or an error page?)'
-        : 'the archive is not gzip-compressed',
-  );
-}
-
-function zlibError(error: unknown, reader: TarReader): StoreError {
-  const e = error as NodeJS.ErrnoException;
-  // The first member's magic was checked before inflating: a bad header now is a second "member"
-  // that is not gzip, i.e. bytes after the end of the compressed stream.
-  if (reader.ended || /incorrect header check/i.test(e.message ?? '')) {
-    return new StoreError('ERR_ARCHIVE_TRAILING_DATA', 'data after the end of the gzip stream', {
-      cause: error,
-    });
-  }
-  if (e.code === 'Z_BUF_ERROR' || /unexpected end/i.test(e.message ?? '')) {
-    return new StoreError('ERR_ARCHIVE_TRUNCATED', 'the gzip stream is truncated', {
-      cause: error,
-    });
-  }
-  return new StoreError('ERR_ARCHIVE_CORRUPT', `the gzip stream is corrupt: ${e.message}`, {
-    cause: error,
-  });
 }
 
 interface PreparedOptions {
@@ -237,8 +178,6 @@ export async function extractInto(
   const root = resolve(dir);
   const reader = new TarReader(limits);
   const registry = new PathRegistry();
-  const guard = new GzipGuard();
-  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
 
   let tarBytes = 0;
   let scanned = 0;
@@ -520,61 +459,57 @@ export async function extractInto(
     events.push(event);
   };
 
-  // The first error this side raised: pipeline may report the teardown it caused instead.
-  let consumeError: unknown;
-  const consume = async (source: AsyncIterable<Buffer>): Promise<void> => {
-    try {
-      await consumeAll(source);
-    } catch (error) {
-      consumeError ??= error;
-      throw error;
-    }
+  // One loop, start to end: when it stops (refusal, truncation, abort), nothing else is still
+  // creating folders in `dir`, so the caller's cleanup removes everything (issue 16.2).
+  const source = toArchiveStream(archive);
+  const onAbort = (): void => {
+    source.destroy(abortError(signal));
   };
-  const consumeAll = async (source: AsyncIterable<Buffer>): Promise<void> => {
-    for await (const chunk of source) {
-      tarBytes += chunk.length;
-      if (tarBytes > limits.maxTarBytes) {
-        throw new StoreError(
-          'ERR_ARCHIVE_TOO_LARGE',
-          `more than ${limits.maxTarBytes} uncompressed bytes`,
-        );
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const slice of inflateGzip(source, signal)) {
+      if (signal?.aborted) throw abortError(signal);
+      for (const piece of slice.pieces) {
+        // Judged against the compressed bytes of whole slices (cut at fixed offsets), and on
+        // pieces zlib cuts from them alone, so the verdict does not depend on how the source
+        // chunked the bytes.
+        tarBytes += piece.length;
+        if (tarBytes > limits.maxTarBytes) {
+          throw new StoreError(
+            'ERR_ARCHIVE_TOO_LARGE',
+            `more than ${limits.maxTarBytes} uncompressed bytes`,
+          );
+        }
+        if (tarBytes > limits.ratioGraceBytes && tarBytes > slice.compressed * limits.maxRatio) {
+          throw new StoreError(
+            'ERR_ARCHIVE_RATIO',
+            `compression ratio above ${limits.maxRatio}:1 (${tarBytes} bytes from ${slice.compressed}): a decompression bomb?`,
+          );
+        }
+        events.length = 0;
+        reader.push(piece, collect);
+        for (const event of events) {
+          if (event.kind === 'data') {
+            if (current && !current.skip && current.chunks) current.chunks.push(event.chunk);
+            else await onData(event.chunk);
+          } else if (event.kind === 'entry') await onEntry(event.entry);
+          else await onEntryEnd();
+        }
+        if (failure !== undefined) throw failure;
       }
-      if (tarBytes > limits.ratioGraceBytes && tarBytes > guard.bytes * limits.maxRatio) {
-        throw new StoreError(
-          'ERR_ARCHIVE_RATIO',
-          `compression ratio above ${limits.maxRatio}:1 (${tarBytes} bytes from ${guard.bytes}): a decompression bomb?`,
-        );
-      }
-      events.length = 0;
-      reader.push(chunk, collect);
-      for (const event of events) {
-        if (event.kind === 'data') {
-          if (current && !current.skip && current.chunks) current.chunks.push(event.chunk);
-          else await onData(event.chunk);
-        } else if (event.kind === 'entry') await onEntry(event.entry);
-        else await onEntryEnd();
-      }
-      if (failure !== undefined) throw failure;
     }
     reader.finish();
-  };
-
-  try {
-    await pipeline(toArchiveStream(archive), guard, gunzip, consume, signal ? { signal } : {});
   } catch (caught) {
     if (signal?.aborted) throw abortError(signal);
-    const error = isStoreError(caught) ? caught : (consumeError ?? failure ?? caught);
-    if (isStoreError(error)) throw error;
-    const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    if (typeof code === 'string' && code.startsWith('Z_')) throw zlibError(error, reader);
+    if (isStoreError(caught)) throw caught;
     throw new StoreError(
       'ERR_ARCHIVE_IO',
-      `reading the archive failed: ${String((error as Error)?.message ?? error)}`,
-      {
-        cause: error,
-      },
+      `reading the archive failed: ${String((caught as Error)?.message ?? caught)}`,
+      { cause: caught },
     );
   } finally {
+    signal?.removeEventListener('abort', onAbort);
+    source.destroy();
     const open = current && !current.skip ? current.fd : undefined;
     if (open !== undefined) await closeP(open).catch(() => undefined);
     await Promise.allSettled(inFlight);
@@ -663,7 +598,15 @@ export async function extractArchive(
     await promoteStaging(staging, target);
     return result;
   } catch (error) {
-    await rm(staging, { recursive: true, force: true });
+    // The refusal is what the caller needs: a failing cleanup never replaces it.
+    await removeTree(staging);
     throw error;
   }
+}
+
+/** Removes a folder this package created, retrying the transient errors; never throws. */
+export async function removeTree(path: string): Promise<void> {
+  await rm(path, { recursive: true, force: true, maxRetries: 3, retryDelay: 20 }).catch(
+    () => undefined,
+  );
 }

@@ -216,6 +216,12 @@ export function bodyStream(
   });
   limiter.on('close', () => {
     if (timer) clearTimeout(timer);
+    // Closed before the body ended (refused, aborted, or the reader stopped): drop the
+    // connection rather than leave it open and paused.
+    if (!source.readableEnded) {
+      source.destroy();
+      controller.abort();
+    }
   });
   return source.pipe(limiter);
 }

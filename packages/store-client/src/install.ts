@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import {
   compareManifestPaths,
@@ -23,9 +23,10 @@ import {
   isEmptyOrMissingDir,
   makeStagingDir,
   promoteStaging,
+  removeTree,
   type ExtractResult,
 } from './extract.js';
-import { bodyStream, request, statusError } from './http.js';
+import { bodyStream, request, statusError, type FetchedResponse } from './http.js';
 import type { ExtractLimits } from './limits.js';
 import { acquireLock } from './lock.js';
 import type { ArtifactRef } from './refs.js';
@@ -164,11 +165,34 @@ async function sha256File(path: string): Promise<string | undefined> {
   }
 }
 
-/** `from.pipe(to)`, with `from`'s errors passed on to `to`. */
+/**
+ * `from` → `to`, wired in the same tick the streams are created: an error or an early close of
+ * either tears both down, and an error raised before anyone reads `to` is kept on it (its
+ * reader sees it) instead of being an unhandled `error` event that kills the process (issue 9.4).
+ */
 function forward(from: Readable, to: ArchiveMeter): ArchiveMeter {
-  from.on('error', (error) => to.destroy(error));
-  return from.pipe(to);
+  to.on('error', () => undefined);
+  pipeline(from, to, () => undefined);
+  return to;
 }
+
+/**
+ * `fetch` decodes a `Content-Encoding` on its own, so an encoded archive would reach the meter
+ * as other bytes than the index's `size` and `sha256` describe: refused before reading it.
+ */
+function refuseContentEncoding(fetched: FetchedResponse): void {
+  const encoding = fetched.response.headers.get('content-encoding')?.trim().toLowerCase();
+  if (encoding === undefined || encoding === '' || encoding === 'identity') return;
+  fetched.controller.abort();
+  throw new StoreError(
+    'ERR_DOWNLOAD_CONTENT_ENCODING',
+    `${fetched.url.href} was served with Content-Encoding: ${encoding.slice(0, 40)}; archives must be served as stored (no Content-Encoding)`,
+    { subject: fetched.url.href },
+  );
+}
+
+/** Asked of every archive server: the bytes as stored, which the index's size and hash describe. */
+const IDENTITY = { 'accept-encoding': 'identity' };
 
 async function openArchive(
   store: Store,
@@ -198,7 +222,7 @@ async function openArchive(
         ),
       );
       return {
-        stream: stream.pipe(meter),
+        stream: forward(stream, meter),
         meter,
         commit: nothing,
         discard: nothing,
@@ -218,9 +242,8 @@ async function openArchive(
       } else if (info?.isFile() && info.size === source.size) {
         const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
         const stream = createReadStream(cached, { highWaterMark: 64 * 1024 });
-        stream.on('error', (error) => meter.destroy(error));
         return {
-          stream: stream.pipe(meter),
+          stream: forward(stream, meter),
           meter,
           commit: nothing,
           discard: async () => {
@@ -232,6 +255,7 @@ async function openArchive(
     }
     const fetched = await request(source.url, {
       fetch: ctx.fetch,
+      headers: IDENTITY,
       redirects: 'same-origin',
       timeoutMs: ctx.timeoutMs,
       ...(signal ? { signal } : {}),
@@ -239,6 +263,18 @@ async function openArchive(
     if (!fetched.response.ok) {
       await fetched.response.body?.cancel().catch(() => undefined);
       throw statusError(fetched.url, fetched.response.status, 'the archive');
+    }
+    refuseContentEncoding(fetched);
+    // Everything asynchronous happens before the body starts to flow: from bodyStream() on, the
+    // streams are wired in one tick.
+    let temp: string | undefined;
+    if (cached) {
+      try {
+        await mkdir(dirname(cached), { recursive: true });
+        temp = `${cached}.tmp-${randomBytes(6).toString('hex')}`;
+      } catch {
+        temp = undefined;
+      }
     }
     const body = bodyStream(fetched, {
       maxBytes: source.size,
@@ -252,18 +288,11 @@ async function openArchive(
     });
     let sink: WriteStream | undefined;
     let sinkFailed = false;
-    let temp: string | undefined;
-    if (cached) {
-      try {
-        await mkdir(dirname(cached), { recursive: true });
-        temp = `${cached}.tmp-${randomBytes(6).toString('hex')}`;
-        sink = createWriteStream(temp, { flags: 'wx', mode: 0o644 });
-        sink.on('error', () => {
-          sinkFailed = true;
-        });
-      } catch {
-        sink = undefined;
-      }
+    if (temp) {
+      sink = createWriteStream(temp, { flags: 'wx', mode: 0o644 });
+      sink.on('error', () => {
+        sinkFailed = true;
+      });
     }
     const meter = new ArchiveMeter(expected, (b) => report(b, source.size), sink);
     const closeSink = () =>
@@ -290,7 +319,11 @@ async function openArchive(
   }
   const fetched = await request(source.url, {
     fetch: ctx.fetch,
-    headers: { accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' },
+    headers: {
+      accept: 'application/vnd.github+json',
+      'x-github-api-version': '2022-11-28',
+      ...IDENTITY,
+    },
     redirects: 'any',
     timeoutMs: ctx.timeoutMs,
     ...(ctx.githubToken ? { token: ctx.githubToken } : {}),
@@ -300,6 +333,7 @@ async function openArchive(
     await fetched.response.body?.cancel().catch(() => undefined);
     throw statusError(fetched.url, fetched.response.status, `the tarball of tag ${source.tag}`);
   }
+  refuseContentEncoding(fetched);
   const body = bodyStream(fetched, {
     maxBytes: options.maxDownloadBytes,
     idleTimeoutMs: options.idleTimeoutMs,
@@ -368,12 +402,30 @@ const noTrustRoot: KeySelector = () => ({
 /**
  * Downloads, checks, extracts into a staging folder, validates, verifies when required, then
  * renames into place and switches `current.txt`. Serialised per pack by a lock; a failure leaves
- * the previous install untouched and no staging folder.
+ * the previous install untouched and no staging folder. Every failure is a `StoreError`: an
+ * error of the operating system the steps did not name is `ERR_INSTALL_IO`.
  */
 export async function installPack(
   store: Store,
   ref: ArtifactRef,
   options: InstallPackOptions = {},
+): Promise<InstallResult> {
+  try {
+    return await installSteps(store, ref, options);
+  } catch (error) {
+    if (isStoreError(error)) throw error;
+    throw new StoreError(
+      'ERR_INSTALL_IO',
+      `installing ${ref.type}/${ref.slug} failed: ${String((error as Error)?.message ?? error)}`,
+      { cause: error },
+    );
+  }
+}
+
+async function installSteps(
+  store: Store,
+  ref: ArtifactRef,
+  options: InstallPackOptions,
 ): Promise<InstallResult> {
   const env = options.env ?? store.context.env;
   const filled = {
@@ -470,8 +522,9 @@ export async function installPack(
         archiveSha256 = opened.meter.sha256;
         extracted = result;
       } catch (error) {
+        opened.stream.destroy();
         await opened.discard();
-        await rm(staging, { recursive: true, force: true });
+        await removeTree(staging);
         staging = undefined;
         // A cached archive that no longer matches its name is dropped and fetched again.
         const corruptCache =
@@ -568,7 +621,7 @@ export async function installPack(
     if (extracted.comment !== undefined) result.commit = extracted.comment;
     return result;
   } finally {
-    if (staging) await rm(staging, { recursive: true, force: true });
+    if (staging) await removeTree(staging);
     await release();
   }
 }
