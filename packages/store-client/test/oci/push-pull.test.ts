@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { computePackDigest } from '@packwarden/pack-digest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packArchive } from '../../src/build.js';
 import { extractArchive } from '../../src/extract.js';
@@ -171,6 +172,8 @@ describe('push and pull against the real distribution registry (no auth)', () =>
     const extracted = join(out, 'x');
     await extractArchive(await readFile(byDigest.file), extracted);
     expect(await readFile(join(extracted, 'notes.md'), 'utf8')).toBe('1.9.3');
+    // And what comes out is the pack that went in: its recomputed digest is the annotation's.
+    expect((await computePackDigest(extracted)).digest).toBe(byDigest.meta.digest);
   });
 
   it('uploads large blobs in chunks (PATCH with Content-Range) that read back equal', async () => {
