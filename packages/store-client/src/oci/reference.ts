@@ -92,7 +92,10 @@ export function parseOciReference(
       { subject: registry },
     );
   }
-  const baseUrl = new URL(`${plainHttp ? 'http' : 'https'}://${registry}/`);
+  // Docker Hub's references name docker.io; its distribution API is served by registry-1.
+  const apiHost =
+    registry === 'docker.io' || registry === 'index.docker.io' ? 'registry-1.docker.io' : registry;
+  const baseUrl = new URL(`${plainHttp ? 'http' : 'https'}://${apiHost}/`);
   return {
     registry,
     repository: path,

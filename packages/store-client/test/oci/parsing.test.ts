@@ -85,6 +85,12 @@ describe('parseOciReference', () => {
     expect(code(() => parseOciReference(input))).toBe('ERR_OCI_REF_INVALID');
   });
 
+  it("talks to Docker Hub's API host for docker.io references", () => {
+    const ref = parseOciReference('oci://docker.io/acme/packs:1.0.0');
+    expect(ref.registry).toBe('docker.io');
+    expect(ref.baseUrl.href).toBe('https://registry-1.docker.io/');
+  });
+
   it('allows plain HTTP for loopback registries only', () => {
     expect(parseOciReference('oci://localhost:5000/x', { plainHttp: true }).baseUrl.href).toBe(
       'http://localhost:5000/',
