@@ -8,11 +8,12 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
 
@@ -261,4 +262,88 @@ describe('store build | list | search | info | install', () => {
     expect(piped.status).toBe(0);
     expect(piped.stderr).not.toContain('\u001b[2K');
   });
+});
+
+describe('store install from a lying store, with the built CLI (issue 9.4)', () => {
+  let fixtureDir: string;
+  let archive: Buffer;
+  let index: Buffer;
+  beforeAll(async () => {
+    fixtureDir = mkdtempSync(join(tmpdir(), 'pw-cli-lying-'));
+    const packs = join(fixtureDir, 'packs');
+    cpSync(copyOfExample(), join(packs, 'hello-pack'), { recursive: true });
+    const storeDir = join(fixtureDir, 'store');
+    expect((await cli(['store', 'build', packs, '--out', storeDir])).code).toBe(0);
+    index = readFileSync(join(storeDir, 'index.json'));
+    const entry = JSON.parse(index.toString()).artifacts[0].versions[0];
+    archive = readFileSync(join(storeDir, entry.archive));
+  });
+  afterAll(() => rmSync(fixtureDir, { recursive: true, force: true }));
+
+  const lies: [string, string, (response: ServerResponse) => void][] = [
+    [
+      'a body longer than the size, without Content-Length',
+      'ERR_DOWNLOAD_SIZE_MISMATCH',
+      (response) => {
+        response.write(archive);
+        response.end(Buffer.alloc(256 * 1024, 1));
+      },
+    ],
+    [
+      'Content-Encoding: gzip',
+      'ERR_DOWNLOAD_CONTENT_ENCODING',
+      (response) => {
+        response.setHeader('content-encoding', 'gzip');
+        response.end(gzipSync(archive));
+      },
+    ],
+  ];
+  for (const [name, code, lie] of lies) {
+    test(`${name}: exit 1 with ${code}, no lock, staging or cache file left`, async () => {
+      const server = createServer((request, response) =>
+        request.url === '/index.json' ? response.end(index) : lie(response),
+      );
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/index.json`;
+        const home = tempDir();
+        const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+        const env = { ...process.env, PACKWARDEN_HOME: home };
+        for (const json of [false, true]) {
+          const result = await new Promise<{
+            status: number | null;
+            stdout: string;
+            stderr: string;
+          }>((resolve) => {
+            const child = spawn(
+              process.execPath,
+              [
+                bin,
+                'store',
+                'install',
+                'pack/hello-pack',
+                '--store',
+                url,
+                ...(json ? ['--json'] : []),
+              ],
+              { env },
+            );
+            let stdout = '';
+            let stderr = '';
+            child.stdout.on('data', (c: Buffer) => (stdout += c));
+            child.stderr.on('data', (c: Buffer) => (stderr += c));
+            child.on('close', (status) => resolve({ status, stdout, stderr }));
+          });
+          expect(result.status, result.stderr).toBe(1);
+          expect(result.stderr).not.toMatch(/Unhandled|node:events|at .*\.js:\d+/);
+          if (json) expect(JSON.parse(result.stdout).error.code).toBe(code);
+        }
+        expect(readdirSync(join(home, 'agents', 'hello-pack'))).toEqual([]);
+        const cache = join(home, 'cache', 'store', 'archives');
+        expect(existsSync(cache) ? readdirSync(cache) : []).toEqual([]);
+      } finally {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    });
+  }
 });
