@@ -170,7 +170,7 @@ export function createExecEngine(
       secrets.add(runOptions.modelToken);
       secrets.add(runOptions.gatewaySessionKey);
       for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
-      const stderrTail = new StderrTail(options.stderrTailBytes ?? 16 * 1024);
+      const stderrTail = new StderrTail(options.stderrTailBytes ?? 16 * 1024, secrets);
 
       let child: Child;
       try {

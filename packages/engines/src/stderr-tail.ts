@@ -1,34 +1,25 @@
-/** Keeps the last `maxBytes` bytes of a stream (a child's stderr), whatever its length. */
+import { ScrubbedTail, SecretSet } from '@packwarden/runner-host';
+
+/**
+ * Keeps the last `maxBytes` bytes of a stream (a child's stderr) for a failure message, scrubbed
+ * of `secrets` **before** it is cut: the window is cut only in scrubbed text, so a tail can never
+ * start with the last characters of a secret whose beginning was dropped, and a secret written
+ * in several pieces is still replaced whole (runner-host README, "Scrubbing streams").
+ */
 export class StderrTail {
-  readonly #maxBytes: number;
-  #chunks: Buffer[] = [];
-  #bytes = 0;
-  #dropped = false;
+  readonly #tail: ScrubbedTail;
 
-  constructor(maxBytes: number) {
-    this.#maxBytes = maxBytes;
+  /** Without `secrets`, nothing is scrubbed (the tail of a stream that holds no secret). */
+  constructor(maxBytes: number, secrets: SecretSet = new SecretSet()) {
+    this.#tail = new ScrubbedTail(secrets, maxBytes);
   }
 
-  push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#bytes += chunk.length;
-    while (this.#bytes > this.#maxBytes && this.#chunks.length > 0) {
-      const first = this.#chunks[0] as Buffer;
-      const excess = this.#bytes - this.#maxBytes;
-      this.#dropped = true;
-      if (first.length <= excess) {
-        this.#chunks.shift();
-        this.#bytes -= first.length;
-      } else {
-        this.#chunks[0] = first.subarray(excess);
-        this.#bytes -= excess;
-      }
-    }
+  push(chunk: Buffer | string): void {
+    this.#tail.push(chunk);
   }
 
-  /** The tail as text; `…` marks that earlier output was dropped. */
+  /** The scrubbed tail as text; `…` marks that earlier output was dropped. */
   text(): string {
-    const text = Buffer.concat(this.#chunks).toString('utf8');
-    return this.#dropped ? `…${text}` : text;
+    return this.#tail.text();
   }
 }

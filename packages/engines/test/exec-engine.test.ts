@@ -121,6 +121,32 @@ describe('the exec engine', () => {
     await s2.close();
   });
 
+  test('the stderr tail never starts mid-token: a token written in two pieces is scrubbed before the tail is cut', async () => {
+    const token = 'tok-SECRET-0123456789abcdef';
+    // 1024-byte tail: without scrubbing first, it would start with the token's last 8 characters.
+    const { engine, runtime } = await execPack(`
+      process.stdin.resume();
+      process.stdin.on('end', () => {
+        const t = process.env.PACKWARDEN_MODEL_TOKEN;
+        process.stderr.write('x'.repeat(5000) + t.slice(0, 13), () => {
+          setTimeout(() => {
+            process.stderr.write(t.slice(13) + 'y'.repeat(1024 - 8), () => { process.exitCode = 1; });
+          }, 50);
+        });
+      });
+    `);
+    const s = session(engine, runtime);
+    const { outcome } = await s.run({ message: 'x', modelToken: token });
+    expect(outcome.type).toBe('failed');
+    if (outcome.type !== 'failed') return;
+    expect(outcome.error.message).toContain('exited with code 1');
+    expect(outcome.error.message).toContain('yyyy');
+    for (let n = 4; n <= token.length; n += 1)
+      expect(outcome.error.message).not.toContain(token.slice(token.length - n));
+    expect(outcome.error.message).not.toContain(token.slice(0, 13));
+    await s.close();
+  });
+
   test('cancel kills the whole process group, even a child that ignores SIGTERM', async () => {
     const { engine, runtime } = await execPack(`
       import { spawn } from 'node:child_process';

@@ -18,7 +18,7 @@ export function requireSignedPack(io: CliIo, flag: boolean | undefined): boolean
     on = readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
   } catch (error) {
     throw new CliError(
-      `PACKWARDEN_REQUIRE_SIGNED_PACK: ${(error as Error).message}`,
+      (error as Error).message,
       EXIT.usage,
       'set it to 1 / true / yes / on, or 0 / false / no / off, or unset it',
     );
