@@ -27,6 +27,13 @@ export type PackManifestErrorCode =
   | 'ERR_PACK_NOT_FOUND'
   /** `current.txt` of an installed pack is missing, empty or not a version. */
   | 'ERR_PACK_CURRENT_INVALID'
+  /**
+   * A yes/no variable (`PACKWARDEN_REQUIRE_SIGNED_PACK`…) holds something other than 1, true,
+   * yes, on, 0, false, no, off: refused rather than read as "off".
+   */
+  | 'ERR_ENV_FLAG_INVALID'
+  /** `PACKWARDEN_HOME` is relative, or no absolute home folder can be found (`HOME` empty or relative). */
+  | 'ERR_ENV_HOME_INVALID'
   /** `parseStrictJson`: the text is not one JSON value (RFC 8259), or has an escaped lone surrogate. */
   | 'ERR_JSON_SYNTAX'
   /** `parseStrictJson`: an object repeats a member name, however it is spelled (`"a"`, `"\u0061"`). */

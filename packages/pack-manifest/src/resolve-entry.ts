@@ -1,8 +1,14 @@
 // `@packwarden/pack-manifest/resolve`: the light entry point, without yaml or zod, for tools that
 // start fast and parse manifests only when they must: finding and listing packs, environment and
 // home lookup, the strict JSON parser.
-export { packwardenHome, readPackwardenEnv, readPackwardenFlag } from './env.js';
-export type { Env } from './env.js';
+export {
+  lookupPackwardenEnv,
+  packwardenHome,
+  readPackwardenEnv,
+  readPackwardenFlag,
+} from './env.js';
+export type { Env, PackwardenEnvValue } from './env.js';
+export { KID_MAX_LENGTH, kidProblem } from './kid.js';
 export { isPackManifestError, PackManifestError } from './errors.js';
 export type { PackManifestErrorCode } from './errors.js';
 export { isPackName, isSemver } from './names.js';

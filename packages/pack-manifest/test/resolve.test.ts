@@ -98,7 +98,7 @@ describe('resolvePack', () => {
     for (const on of ['1', 'true', 'TRUE', 'yes', 'on', ' 1 ']) {
       expect(readPackwardenFlag({ PACKWARDEN_X: on }, 'X')).toBe(true);
     }
-    for (const off of ['0', 'false', 'no', 'off', '', 'maybe']) {
+    for (const off of ['0', 'false', 'no', 'off', '']) {
       expect(readPackwardenFlag({ PACKWARDEN_X: off }, 'X')).toBe(false);
     }
     expect(readPackwardenFlag({ AGENTHIPPO_X: 'yes' }, 'X')).toBe(true);

@@ -10,8 +10,8 @@ export const PACK_SIGNATURE_ALG = 'ES256';
 /** Above this many manifest entries a signer leaves the `files` claim out. */
 export const FILE_LIST_MAX_ENTRIES = 5000;
 
-/** Longest accepted `kid`, in UTF-16 code units. */
-export const KID_MAX_LENGTH = 256;
+/** Longest accepted `kid`, in UTF-16 code units (the rule lives in `@packwarden/pack-manifest`). */
+export { KID_MAX_LENGTH } from '@packwarden/pack-manifest/resolve';
 
 /**
  * The `iat` a verifier accepts in a signed payload, in seconds since the epoch: from

@@ -13,7 +13,7 @@ export { isPackSignatureError, PackSignatureError } from './errors.js';
 export type { PackSignatureErrorCode, PackSignatureErrorOptions } from './errors.js';
 export { generateKeypair } from './keypair.js';
 export type { GeneratedKeypair, GenerateKeypairOptions, PackSigningPublicJwk } from './keypair.js';
-export { kidProblem } from './kid.js';
+export { kidProblem } from '@packwarden/pack-manifest/resolve';
 export { signPack } from './sign.js';
 export type { FileListOmission, SignedPack, SignedPackPayload, SignPackOptions } from './sign.js';
 export { parsePackSignature, readPackSignature } from './read-signature.js';

@@ -2,7 +2,7 @@ import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint } from 'jose';
 import { PackSignatureError } from './errors.js';
-import { kidProblem } from './kid.js';
+import { kidProblem } from '@packwarden/pack-manifest/resolve';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 

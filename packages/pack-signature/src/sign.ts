@@ -13,7 +13,7 @@ import {
 } from './constants.js';
 import { checkEs256Jws } from './es256.js';
 import { PackSignatureError } from './errors.js';
-import { kidProblem } from './kid.js';
+import { kidProblem } from '@packwarden/pack-manifest/resolve';
 import { PackSignaturePayloadSchema } from './payload.js';
 import { importSigningKey } from './signing-key.js';
 import { parsePackToken, type PackSignatureHeader } from './strict-jws.js';

@@ -1,6 +1,6 @@
 import { decodeCanonicalBase64url } from './base64url.js';
 import { PACK_SIGNATURE_ALG, PACK_SIGNATURE_MAX_BYTES } from './constants.js';
-import { kidProblem } from './kid.js';
+import { kidProblem } from '@packwarden/pack-manifest/resolve';
 import {
   isJsonObject,
   isPackManifestError,

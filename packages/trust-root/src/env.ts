@@ -1,3 +1,5 @@
+import { lookupPackwardenEnv } from '@packwarden/pack-manifest/resolve';
+
 /** Environment variables the trust root reads. Each also answers to its `AGENTHIPPO_*` name. */
 export const TRUST_ROOT_ENV = Object.freeze({
   signingKeys: 'PACKWARDEN_PACK_SIGNING_KEYS',
@@ -25,29 +27,13 @@ export function agentHippoAlias(name: TrustRootEnvName): string {
 
 /**
  * Reads a variable, falling back to its AgentHippo alias so fleets configured for the AgentHippo
- * runtime keep working. An empty or blank value counts as unset. When both are set to different
- * values the packwarden name wins and a warning says so.
+ * runtime keep working: pack-manifest's `lookupPackwardenEnv`, the one reading of packwarden's
+ * environment (trimmed, blank is unset, the packwarden name wins with a warning).
  */
 export function readEnv(
   env: EnvLike,
   name: TrustRootEnvName,
   warnings: string[],
 ): EnvValue | undefined {
-  const alias = agentHippoAlias(name);
-  const own = nonBlank(env[name]);
-  const aliased = nonBlank(env[alias]);
-  if (own !== undefined) {
-    if (aliased !== undefined && aliased !== own) {
-      warnings.push(`${alias} is ignored because ${name} is set.`);
-    }
-    return { value: own, variable: name };
-  }
-  if (aliased !== undefined) return { value: aliased, variable: alias };
-  return undefined;
-}
-
-function nonBlank(value: string | undefined): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  const trimmed = value.trim();
-  return trimmed === '' ? undefined : trimmed;
+  return lookupPackwardenEnv(env, name.slice('PACKWARDEN_'.length), warnings);
 }

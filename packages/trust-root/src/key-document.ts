@@ -55,7 +55,7 @@ export function parseKeyDocument(
       return {
         ok: false,
         reason: 'missing-kid',
-        message: `${what} has a key whose kid is empty, too long or has control characters`,
+        message: `${what} has a key whose kid is refused: ${kidResult.error.issues[0]?.message ?? 'invalid kid'}`,
       };
     }
     if (typeof value === 'string') return importPem(kid, value);

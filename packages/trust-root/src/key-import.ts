@@ -1,4 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { kidProblem } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
 import { TRUST_ROOT_LIMITS } from './limits.js';
@@ -14,15 +15,13 @@ export type KeyImport =
       readonly message: string;
     };
 
-// C0, DEL and C1 controls never belong in a kid: it ends up in messages and file listings.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-export const kidSchema = z
-  .string()
-  .min(1)
-  .max(TRUST_ROOT_LIMITS.maxKidLength)
-  .refine((kid) => !CONTROL.test(kid), 'kid contains control characters');
+// One kid rule for the trust root and pack.sig (pack-manifest's `kidProblem`): no control,
+// format (bidi overrides, zero-width) or whitespace characters, no path separators or "..", at
+// most 256 characters. `trust show` prints kids, and a kid a signature could never name is no key.
+export const kidSchema = z.string().superRefine((kid, context) => {
+  const problem = kidProblem(kid);
+  if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+});
 
 /** RFC 3339 with an explicit offset, or JWT NumericDate seconds. */
 const instantSchema = z.union([

@@ -8,7 +8,7 @@ export const TRUST_ROOT_LIMITS = Object.freeze({
   maxKeys: 100,
   /** Most pins accepted. */
   maxPins: 100,
-  /** Longest accepted `kid`. */
+  /** Longest accepted `kid` (the kid rule is pack-manifest's `kidProblem`). */
   maxKidLength: 256,
   /** Longest accepted PEM text for one key. */
   maxPemLength: 4096,

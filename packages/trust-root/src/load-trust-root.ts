@@ -30,6 +30,9 @@ export async function loadPackTrustRoot(
   }
   const warnings: string[] = [];
   const choice = chooseSource(resolved, warnings);
+  if (resolved.cacheWarning !== undefined && (choice.kind === 'jwks' || choice.kind === 'lease')) {
+    warnings.push(resolved.cacheWarning);
+  }
   if (choice.kind === 'none') {
     return freeze({
       status: 'none',

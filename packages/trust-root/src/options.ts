@@ -1,6 +1,6 @@
-import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { readEnv, TRUST_ROOT_ENV, type EnvLike } from './env.js';
+import { isPackManifestError, packwardenHome } from '@packwarden/pack-manifest/resolve';
+import type { EnvLike } from './env.js';
 import { TrustRootError } from './errors.js';
 import { CACHE_KEY_MIN_BYTES, processCacheKey } from './jwks-cache.js';
 import type { FetchLike } from './jwks-fetch.js';
@@ -50,6 +50,8 @@ export interface ResolvedOptions {
   readonly fetch: FetchLike;
   readonly cacheDir: string | false;
   readonly cacheKey: Uint8Array;
+  /** Why the default cache folder could not be used, when it could not. */
+  readonly cacheWarning?: string;
   readonly now: () => Date;
   readonly timeoutMs: number;
   readonly maxStaleMs?: number;
@@ -110,7 +112,8 @@ export function resolveOptions(options: LoadPackTrustRootOptions): ResolvedOptio
   ) {
     invalid(`cacheKey must be a Uint8Array of at least ${CACHE_KEY_MIN_BYTES} bytes`);
   }
-  const cacheDir = options.cacheDir ?? defaultCacheDir(env);
+  const fallback = options.cacheDir === undefined ? defaultCacheDir(env) : undefined;
+  const cacheDir = options.cacheDir ?? fallback?.dir ?? false;
   return {
     env,
     ...(options.keysFile === undefined ? {} : { keysFile: options.keysFile }),
@@ -121,6 +124,7 @@ export function resolveOptions(options: LoadPackTrustRootOptions): ResolvedOptio
     fetch: fetchImpl,
     cacheDir,
     cacheKey: options.cacheKey ?? processCacheKey(),
+    ...(fallback?.warning === undefined ? {} : { cacheWarning: fallback.warning }),
     now,
     timeoutMs,
     ...(maxStaleMs === undefined ? {} : { maxStaleMs }),
@@ -128,11 +132,19 @@ export function resolveOptions(options: LoadPackTrustRootOptions): ResolvedOptio
   };
 }
 
-/** `$PACKWARDEN_HOME/cache/trust-root`, the home defaulting to `~/.packwarden`. */
-export function defaultCacheDir(env: EnvLike): string {
-  const home =
-    readEnv(env, TRUST_ROOT_ENV.home, [])?.value ?? join(env['HOME'] ?? homedir(), '.packwarden');
-  return join(home, 'cache', 'trust-root');
+/**
+ * `$PACKWARDEN_HOME/cache/trust-root`, the home found by pack-manifest's `packwardenHome` (one
+ * rule: never an empty or relative `HOME`). Without an absolute home there is no disk cache,
+ * with a warning: the cache is an optimisation, never a reason to refuse or to write under the
+ * current folder.
+ */
+export function defaultCacheDir(env: EnvLike): { dir: string | false; warning?: string } {
+  try {
+    return { dir: join(packwardenHome(env), 'cache', 'trust-root') };
+  } catch (error) {
+    if (!isPackManifestError(error)) throw error;
+    return { dir: false, warning: `no trust root cache on disk: ${error.message}` };
+  }
 }
 
 function invalid(message: string): never {

@@ -91,7 +91,8 @@ function loader(
       env: {},
       cacheDir: dir.path,
       now: time.now,
-      timeoutMs: 300,
+      // Long enough for a loaded machine; the hang faults wait for it in full.
+      timeoutMs: 2000,
       ...extra,
     });
 }

@@ -1,4 +1,9 @@
-import { KID_MAX_LENGTH } from './constants.js';
+// The one rule for key ids (`kid`), used by pack-signature (signing, the `pack.sig` header) and
+// trust-root (keys files, JWKS, control plane), so a key the trust root accepts is a key a
+// signature can name, and a kid that `trust show` or a refusal prints reads as what it is.
+
+/** Longest accepted `kid`, in UTF-16 code units. */
+export const KID_MAX_LENGTH = 256;
 
 // Control and format characters (bidi overrides, zero-width), separators, lone surrogates and
 // any whitespace: a kid is printed in refusals and may become a file name, so it must show
