@@ -20,6 +20,9 @@ const FROM_WIRE: Record<WireFileAccess, TurnFileAccess> = {
   none: 'none',
   read: 'read-only',
   write: 'workspace-write',
+  'read-only': 'read-only',
+  'workspace-write': 'workspace-write',
+  full: 'full',
 };
 
 /** What a pack that declares nothing gets: reading its workspace, nothing more. */

@@ -1,4 +1,4 @@
-import type { FileAccess, LogLevel, QuestionOutcomeKind } from './frames.js';
+import type { EngineFileAccess, LogLevel, QuestionOutcomeKind } from './frames.js';
 
 /**
  * What an engine learns about one run. `modelToken`, `turnEnv` and `gatewaySessionKey` are
@@ -12,8 +12,12 @@ export interface EngineRunOptions {
   readonly sessionId?: string;
   /** The engine's own resumable session id: from the run frame, else the host's current one. */
   readonly nativeSessionId?: string;
-  /** File access granted for this run; absent when the driver sent none (embedder decides). */
-  readonly permissions?: { readonly fileAccess: FileAccess };
+  /**
+   * File access the driver asked for, in the contract's words (`read-only`, `workspace-write`,
+   * `full`, or `none`); absent when the driver sent none. A request, not a grant: the embedder
+   * narrows it to what the pack declares.
+   */
+  readonly permissions?: { readonly fileAccess: EngineFileAccess };
   /** Advisory only: the embedder's own workspace is authoritative. */
   readonly workspaceRoot?: string;
   readonly additionalDirectories?: readonly string[];

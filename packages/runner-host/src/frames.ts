@@ -57,8 +57,54 @@ export const helloFrameSchema = z.object({
 });
 export type HelloFrame = z.infer<typeof helloFrameSchema>;
 
-export const fileAccessSchema = z.enum(['none', 'read', 'write']);
+/**
+ * File access words a driver may send (README "File access"): the contract's three, the same as
+ * `agent.yaml` `spec.permissions.fileAccess`, and the first words of protocol v1 (`none`, `read`,
+ * `write`), still accepted. Engines only ever see {@link EngineFileAccess}.
+ */
+export const fileAccessSchema = z.enum([
+  'read-only',
+  'workspace-write',
+  'full',
+  'none',
+  'read',
+  'write',
+]);
 export type FileAccess = z.infer<typeof fileAccessSchema>;
+
+/** File access as an engine receives it: the contract's words, plus `none` (nothing at all). */
+export type EngineFileAccess = 'none' | 'read-only' | 'workspace-write' | 'full';
+
+const FILE_ACCESS_WORDS: Readonly<Record<FileAccess, EngineFileAccess>> = {
+  none: 'none',
+  read: 'read-only',
+  write: 'workspace-write',
+  'read-only': 'read-only',
+  'workspace-write': 'workspace-write',
+  full: 'full',
+};
+const FILE_ACCESS_RANK: Readonly<Record<EngineFileAccess, number>> = {
+  none: 0,
+  'read-only': 1,
+  'workspace-write': 2,
+  full: 3,
+};
+
+/**
+ * The engine-facing file access a run frame asks for: `permissions.fileAccess` and the bare
+ * `fileAccess` (either may be sent), in the contract's words. When both are present and differ
+ * the narrower wins, so an inconsistent frame can never obtain more than one of its fields asks.
+ */
+export function requestedFileAccess(frame: {
+  permissions?: { fileAccess?: FileAccess | undefined } | undefined;
+  fileAccess?: FileAccess | undefined;
+}): EngineFileAccess | undefined {
+  const asked = [frame.permissions?.fileAccess, frame.fileAccess]
+    .filter((word): word is FileAccess => word !== undefined)
+    .map((word) => FILE_ACCESS_WORDS[word]);
+  if (asked.length === 0) return undefined;
+  return asked.reduce((a, b) => (FILE_ACCESS_RANK[b] < FILE_ACCESS_RANK[a] ? b : a));
+}
 
 export const runFrameSchema = z.object({
   type: z.literal('run'),
@@ -68,7 +114,9 @@ export const runFrameSchema = z.object({
   modelId: z.string().max(1024).optional(),
   sessionId: z.string().max(1024).optional(),
   nativeSessionId: z.string().max(1_048_576).optional(),
-  permissions: z.object({ fileAccess: fileAccessSchema }).optional(),
+  permissions: z.object({ fileAccess: fileAccessSchema.optional() }).optional(),
+  /** The same request as `permissions.fileAccess`; AgentHippo's driver sends either. */
+  fileAccess: fileAccessSchema.optional(),
   workspaceRoot: z.string().max(4096).optional(),
   additionalDirectories: z.array(z.string().max(4096)).max(256).optional(),
   baseUrl: z.string().max(4096).optional(),

@@ -14,6 +14,7 @@ import {
   MAX_FRAME_BYTES,
   SUPPORTED_PROTOCOLS,
   parseDriverFrame,
+  requestedFileAccess,
   type AnswerFrame,
   type Capabilities,
   type DriverFrame,
@@ -592,7 +593,9 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     };
     copy('modelId');
     copy('sessionId');
-    copy('permissions');
+    // Engines get the contract's words only (README "File access"), never the wire's aliases.
+    const fileAccess = requestedFileAccess(frame);
+    if (fileAccess !== undefined) base.permissions = { fileAccess };
     copy('workspaceRoot');
     copy('additionalDirectories');
     copy('baseUrl');

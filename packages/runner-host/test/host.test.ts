@@ -183,7 +183,7 @@ describe('startRunnerHost', () => {
     });
     const text = texts.join('');
     expect(text).not.toMatch(/sk-model|env-secret|gw-key/);
-    expect(text).toContain('"permissions":{"fileAccess":"read"}');
+    expect(text).toContain('"permissions":{"fileAccess":"read-only"}');
     await client.shutdown();
   });
 

@@ -385,6 +385,56 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'file access words',
+    description:
+      'permissions.fileAccess and a bare fileAccess take read-only, workspace-write and full (and the older none, read, write); the engine sees only the contract words; an unknown word fails invalid_frame',
+    async run(context) {
+      const peer = await context.open();
+      await handshake(peer, context);
+      const requests: [Record<string, unknown>, string[]][] = [
+        [{ permissions: { fileAccess: 'read-only' } }, ['read-only']],
+        [{ permissions: { fileAccess: 'workspace-write' } }, ['workspace-write', 'read-only']],
+        [{ permissions: { fileAccess: 'full' } }, ['full', 'workspace-write', 'read-only']],
+        [{ fileAccess: 'read-only' }, ['read-only']],
+        [{ fileAccess: 'workspace-write' }, ['workspace-write', 'read-only']],
+        [{ permissions: { fileAccess: 'none' } }, ['none']],
+        [{ permissions: { fileAccess: 'read' } }, ['read-only', 'none']],
+        [{ permissions: { fileAccess: 'write' } }, ['workspace-write', 'read-only']],
+        // Two fields that disagree never give more than the narrower asks.
+        [{ permissions: { fileAccess: 'full' }, fileAccess: 'read-only' }, ['read-only']],
+      ];
+      for (const [fields, allowed] of requests) {
+        const runId = newRunId('access');
+        await peer.send({ type: 'run', runId, message: script({ op: 'permissions' }), ...fields });
+        const terminal = await terminalOf(peer, runId, context.timeoutMs);
+        check(
+          terminal.type === 'result',
+          `${JSON.stringify(fields)} was refused: ${JSON.stringify(terminal.error)}`,
+        );
+        const text = peer
+          .runFrames(runId)
+          .filter((f) => f.type === 'text')
+          .map((f) => f.delta as string)
+          .join('');
+        const seen = (
+          JSON.parse(text.replace(/^permissions:/, '')) as { fileAccess?: string } | null
+        )?.fileAccess;
+        // A host may narrow the request further (to what the pack declares), never widen it.
+        check(
+          seen === undefined || allowed.includes(seen) || seen === 'none',
+          `${JSON.stringify(fields)} reached the engine as ${JSON.stringify(seen)}`,
+        );
+      }
+      const bad = newRunId('access-bad');
+      await peer.send({ type: 'run', runId: bad, message: 'x', fileAccess: 'root' });
+      const refused = await terminalOf(peer, bad, context.timeoutMs);
+      check(
+        refused.type === 'failed' && (refused.error as { code?: string }).code === 'invalid_frame',
+        'an unknown fileAccess word was not refused with invalid_frame',
+      );
+    },
+  },
+  {
     name: 'failing engine gives failed, never result',
     description:
       'an engine that throws ends its run with failed{error} carrying its code and retryable flag',

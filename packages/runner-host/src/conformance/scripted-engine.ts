@@ -35,7 +35,9 @@ export type ScriptStep =
   /** Tries every way to leak the run's secrets, then fails with them in its error message. */
   | { op: 'leak' }
   /** Kills the host process (SIGKILL): for "host killed mid-run" against a socket host. */
-  | { op: 'crash' };
+  | { op: 'crash' }
+  /** Reports the file access it was given as text `permissions:<JSON of options.permissions>`. */
+  | { op: 'permissions' };
 
 export interface ScriptedTestEngineOptions {
   id?: string;
@@ -189,6 +191,8 @@ async function runStep(
     case 'crash':
       process.kill(process.pid, 'SIGKILL');
       return new Promise<void>(() => {});
+    case 'permissions':
+      return emitter.text(`permissions:${JSON.stringify(options.permissions ?? null)}`);
   }
 }
 
