@@ -1,4 +1,12 @@
-import { chmodSync, cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
@@ -71,6 +79,83 @@ describe('pack keygen', () => {
     expect(readFileSync(key.keyFile, 'utf8')).toBe(before);
     expect((await cli(['pack', 'keygen', '-o', key.keyFile, '--force'])).code).toBe(0);
     expect(readFileSync(key.keyFile, 'utf8')).not.toBe(before);
+  });
+});
+
+describe('pack keygen: the public keys file and bad key ids', () => {
+  test('writes <out>.keys.json, the file `pack verify --keys` takes, and --public-out elsewhere', async () => {
+    const dir = tempDir();
+    const result = await cli(['pack', 'keygen', '--kid', 'release-1', '-o', 'release.pem'], {
+      cwd: dir,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('packwarden pack verify <pack> --keys release.keys.json');
+    const keys = JSON.parse(readFileSync(join(dir, 'release.keys.json'), 'utf8'));
+    expect(Object.keys(keys)).toEqual(['release-1']);
+    expect(keys['release-1']).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    expect(statSync(join(dir, 'release.keys.json')).mode & 0o777).toBe(0o644);
+    const pack = copyOfExample();
+    const env = { HOME: dir };
+    expect(
+      (
+        await cli(['pack', 'sign', pack, '--key', 'release.pem', '--kid', 'release-1'], {
+          cwd: dir,
+          env,
+        })
+      ).code,
+    ).toBe(0);
+    expect(
+      (await cli(['pack', 'verify', pack, '--keys', 'release.keys.json'], { cwd: dir, env })).code,
+    ).toBe(0);
+    const other = await cli(
+      ['pack', 'keygen', '-o', 'b.pem', '--public-out', 'pub/trusted.json', '--json'],
+      { cwd: dir },
+    );
+    expect(other.code).toBe(2); // pub/ does not exist: refused, and no private key left behind
+    expect(() => statSync(join(dir, 'b.pem'))).toThrow();
+    mkdirSync(join(dir, 'pub'));
+    const ok = await cli(
+      ['pack', 'keygen', '-o', 'b.pem', '--public-out', 'pub/trusted.json', '--json'],
+      {
+        cwd: dir,
+      },
+    );
+    expect(JSON.parse(ok.stdout).publicKeysFile).toBe(join(dir, 'pub', 'trusted.json'));
+  });
+
+  test('an existing keys file is not replaced without --force, and the private key is not written', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'k.keys.json'), '{"mine": "keep"}');
+    const result = await cli(['pack', 'keygen', '-o', 'k.pem'], { cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('k.keys.json already exists');
+    expect(readFileSync(join(dir, 'k.keys.json'), 'utf8')).toBe('{"mine": "keep"}');
+    expect(() => statSync(join(dir, 'k.pem'))).toThrow();
+  });
+
+  test('a bad --kid is a usage error in the CLI’s words (exit 2), for keygen and sign', async () => {
+    const dir = tempDir();
+    const keygenBad = await cli(['pack', 'keygen', '--kid', 'bad kid', '-o', 'x.pem', '--json'], {
+      cwd: dir,
+    });
+    expect(keygenBad.code).toBe(2);
+    expect(JSON.parse(keygenBad.stdout).error).toMatchObject({
+      code: 'ERR_CLI_USAGE',
+      message: expect.stringMatching(/^--kid "bad kid" is not a usable key id: /),
+    });
+    expect(readdirSync(dir)).toEqual([]);
+    const key = await keygen();
+    const signBad = await cli([
+      'pack',
+      'sign',
+      copyOfExample(),
+      '--key',
+      key.keyFile,
+      '--kid',
+      'a\u202eb',
+    ]);
+    expect(signBad.code).toBe(2);
+    expect(signBad.stderr).toMatch(/^packwarden: --kid "a\\u202eb" is not a usable key id/m);
   });
 });
 

@@ -92,3 +92,44 @@ export async function writePrivateKeyFile(
   await handle.close();
   await rename(temp, path);
 }
+
+/**
+ * Writes a public file (a keys file: not secret, mode 0644) through a temp file renamed into
+ * place; refuses to replace an existing file unless `force`.
+ */
+export async function writePublicFile(path: string, text: string, force: boolean): Promise<void> {
+  const exists = await stat(path).then(
+    () => true,
+    () => false,
+  );
+  if (exists && !force) {
+    throw new CliError(
+      `${path} already exists`,
+      EXIT.usage,
+      'choose another --public-out FILE, or pass --force to replace it',
+      KEY_FILE,
+    );
+  }
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  try {
+    const handle = await open(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
+      0o644,
+    );
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (cause) {
+    await rm(temp, { force: true });
+    if (cause instanceof CliError) throw cause;
+    throw new CliError(`cannot write ${path}: ${(cause as Error).message}`, EXIT.usage, undefined, {
+      ...KEY_FILE,
+      cause,
+    });
+  }
+}

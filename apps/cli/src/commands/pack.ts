@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { installOptions, type InstallFlags } from './store.js';
 import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
 import type { CliIo } from '../io.js';
+import type { KeygenFlags } from './sign-actions.js';
 import type { RunState } from '../program.js';
 
 /**
@@ -91,13 +92,24 @@ the root. Specification: packages/pack-digest/SPEC.md.`,
       'where to write the private key (PKCS#8 PEM, mode 0600)',
       'pack-signing-key.pem',
     )
-    .option('--force', 'replace an existing key file')
+    .option(
+      '--public-out <file>',
+      'where to write the public keys file {kid: PEM} for `pack verify --keys` (default: <output without .pem>.keys.json)',
+    )
+    .option('--force', 'replace existing key files')
     .option('--json', 'print a JSON document')
     .addHelpText(
       'after',
-      '\nPrints the public key as PEM, as a JWK and as its RFC 7638 thumbprint, and how to publish it.',
+      `
+Prints the public key as PEM, as a JWK and as its RFC 7638 thumbprint, and how to publish it.
+
+Examples:
+  packwarden pack keygen --kid release-2026 -o release.pem
+      # writes release.pem (private, 0600) and release.keys.json (public)
+  packwarden pack sign ./my-pack --key release.pem --kid release-2026
+  packwarden pack verify ./my-pack --keys release.keys.json`,
     )
-    .action(async (options: { kid?: string; output: string; force?: boolean; json?: boolean }) => {
+    .action(async (options: KeygenFlags) => {
       const { packKeygen } = await import('./sign-actions.js');
       state.exitCode = await packKeygen(io, options);
     });
@@ -106,13 +118,22 @@ the root. Specification: packages/pack-digest/SPEC.md.`,
     .command('sign')
     .description('Sign a pack: write pack.sig binding its name, version and digest to your key')
     .argument('<pack>', 'pack path or installed pack name')
-    .requiredOption('--key <file>', 'private key (PKCS#8 PEM) readable only by you')
-    .requiredOption('--kid <kid>', 'the key id verifiers know your public key by')
+    .requiredOption('--key <file>', '(required) private key (PKCS#8 PEM) readable only by you')
+    .requiredOption('--kid <kid>', '(required) the key id verifiers know your public key by')
     .option(
       '--no-file-list',
       'leave the per-file list out of pack.sig (verifiers then cannot name changed files)',
     )
     .option('--json', 'print a JSON document')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  packwarden pack sign ./my-pack --key release.pem --kid release-2026
+  packwarden pack sign ./my-pack --key release.pem --kid release-2026 --json
+
+A bare name that is both a folder here and an installed pack is refused: write ./name.`,
+    )
     .action(
       async (
         ref: string,
@@ -138,7 +159,13 @@ the root. Specification: packages/pack-digest/SPEC.md.`,
 Exit codes: 0 verified, 1 invalid (bad signature, changed content, wrong identity, malformed),
 2 usage or configuration error, 3 unsigned, 4 untrusted key, 5 no trust root configured,
 6 trust root unavailable (retry), 7 genuine signature over a digest whose rules are not public.
-With several packs or --all: 0 when none failed, else the code of the first failure.`,
+With several packs or --all: 0 when none failed, else the code of the first failure;
+--all on a folder holding no pack fails (1).
+
+Examples:
+  packwarden pack verify ./my-pack --keys release.keys.json
+  packwarden pack verify my-pack --jwks https://example.com/jwks.json --pin <thumbprint>
+  packwarden pack verify --all ./agent-packs --keys release.keys.json --require-signed --json`,
     )
     .action(
       async (

@@ -1,26 +1,60 @@
-import { resolve } from 'node:path';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { generateKeypair, signPack } from '@packwarden/pack-signature';
 import { CliError, EXIT } from '../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
 import { resolvePackArgument } from './pack-actions.js';
-import { readPrivateKeyFile, writePrivateKeyFile } from './key-file.js';
+import { readPrivateKeyFile, writePrivateKeyFile, writePublicFile } from './key-file.js';
 
 export interface KeygenFlags {
   kid?: string;
   output: string;
+  /** Where the public keys file `{kid: PEM}` goes; default `<output without .pem>.keys.json`. */
+  publicOut?: string;
   force?: boolean;
   json?: boolean;
 }
 
+/** A key id the library refused is a bad flag: said in the CLI's words, exit 2. */
+function kidError(kid: string, error: unknown): CliError {
+  const reason = (error instanceof Error ? error.message : String(error)).replace(/^\w+: /, '');
+  return new CliError(
+    `--kid ${JSON.stringify(kid)} is not a usable key id: ${reason}`,
+    EXIT.usage,
+    'key ids are short printable names without spaces, such as release-2026 (leave --kid out to use the key thumbprint)',
+    { code: 'ERR_CLI_USAGE', cause: error },
+  );
+}
+
+function defaultPublicOut(output: string): string {
+  const base = extname(output) === '.pem' ? basename(output, '.pem') : basename(output);
+  return join(dirname(output), `${base}.keys.json`);
+}
+
 export async function packKeygen(io: CliIo, flags: KeygenFlags): Promise<number> {
-  const keypair = await generateKeypair(flags.kid === undefined ? {} : { kid: flags.kid });
+  const keypair = await generateKeypair(flags.kid === undefined ? {} : { kid: flags.kid }).catch(
+    (error: unknown) => {
+      if ((error as { code?: string }).code === 'ERR_INVALID_KID')
+        throw kidError(flags.kid ?? '', error);
+      throw error;
+    },
+  );
   const file = resolve(io.cwd, flags.output);
+  const publicFile = resolve(io.cwd, flags.publicOut ?? defaultPublicOut(flags.output));
+  // The keys file every `pack verify --keys` example uses: {kid: public PEM}, not secret. Written
+  // (and refused when it exists) before the private key, so a refusal leaves nothing behind.
+  await writePublicFile(
+    publicFile,
+    `${JSON.stringify({ [keypair.kid]: keypair.publicKeyPem }, null, 2)}\n`,
+    flags.force === true,
+  );
   await writePrivateKeyFile(file, keypair.privateKeyPem, flags.force === true);
   const jwks = { keys: [keypair.publicJwk] };
+  const shownPublic = relative(io.cwd, publicFile) || publicFile;
   if (flags.json) {
     printJson(io, {
       kid: keypair.kid,
       privateKeyFile: file,
+      publicKeysFile: publicFile,
       publicKeyPem: keypair.publicKeyPem,
       publicJwk: keypair.publicJwk,
       thumbprint: keypair.thumbprint,
@@ -29,10 +63,13 @@ export async function packKeygen(io: CliIo, flags: KeygenFlags): Promise<number>
   }
   io.stdout.write(
     [
-      `Wrote the private key to ${file} (mode 0600). Keep it secret; sign with:`,
-      `  packwarden pack sign <pack> --key ${flags.output} --kid ${keypair.kid}`,
+      `Wrote the private key to ${safe(file)} (mode 0600). Keep it secret; sign with:`,
+      `  packwarden pack sign <pack> --key ${safe(flags.output)} --kid ${safe(keypair.kid)}`,
       '',
-      `kid:        ${keypair.kid}`,
+      `Wrote the public keys file to ${safe(publicFile)}; verifiers use it with:`,
+      `  packwarden pack verify <pack> --keys ${safe(shownPublic)}`,
+      '',
+      `kid:        ${safe(keypair.kid)}`,
       `thumbprint: ${keypair.thumbprint}   (RFC 7638; verifiers pin this with --pin)`,
       '',
       'Public key (PEM):',
@@ -42,7 +79,7 @@ export async function packKeygen(io: CliIo, flags: KeygenFlags): Promise<number>
       JSON.stringify(keypair.publicJwk),
       '',
       'Publish it, in any of these ways:',
-      `  • a keys file for verifiers:  {"${keypair.kid}": "<the PEM above>"}  →  packwarden pack verify <pack> --keys FILE`,
+      `  • the keys file written above: ${safe(shownPublic)}  →  packwarden pack verify <pack> --keys ${safe(shownPublic)}`,
       `  • a JWKS at a URL you serve:  ${JSON.stringify(jwks)}`,
       `      →  packwarden pack verify <pack> --jwks https://… --pin ${keypair.thumbprint}`,
       '  • the control plane:          POST the JWK to <control plane>/api/keys; fleets set PACKWARDEN_LEASE_URL',
@@ -68,6 +105,7 @@ export async function packSign(io: CliIo, ref: string, flags: SignFlags): Promis
   } catch (error) {
     const code = (error as { code?: string }).code ?? '';
     // A bad key or kid is the operator's configuration, not the pack's fault.
+    if (code === 'ERR_INVALID_KID') throw kidError(flags.kid, error);
     if (/KEY|KID/.test(code))
       throw new CliError((error as Error).message, EXIT.usage, undefined, {
         code: 'ERR_CLI_SIGNING_KEY',
