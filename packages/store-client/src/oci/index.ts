@@ -34,6 +34,8 @@ export type {
   PullPackArtifactResult,
   ResolvedPackArtifact,
 } from './pull.js';
+export { pushPackFolder } from './push-pack.js';
+export type { PushPackFolderResult } from './push-pack.js';
 export { pushPackArtifact } from './push.js';
 export type { BlobUploadMethod, PushPackArtifactOptions, PushPackArtifactResult } from './push.js';
 export {

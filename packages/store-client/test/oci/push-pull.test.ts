@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { computePackDigest } from '@packwarden/pack-digest';
+import { generateKeypair, signPack } from '@packwarden/pack-signature';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packArchive } from '../../src/build.js';
 import { extractArchive } from '../../src/extract.js';
@@ -13,6 +14,7 @@ import {
   PACK_LAYER_MEDIA_TYPE,
   pullPackArtifact,
   pushPackArtifact,
+  pushPackFolder,
   resolvePackArtifact,
   type PackArtifactMeta,
 } from '../../src/oci/index.js';
@@ -89,6 +91,33 @@ describe('push and pull against the real distribution registry (no auth)', () =>
     const layer = await fetch(`${base}/blobs/${manifest.layers[0].digest}`);
     expect(layer.status).toBe(200);
     expect(Buffer.from(await layer.arrayBuffer()).equals(archive)).toBe(true);
+  });
+
+  it('pushPackFolder pushes a signed pack folder: its archive, agent.yaml metadata and pack.sig signer', async () => {
+    const dir = await writePack(join(await tempDir(), 'signed'), 'signed', '0.9.0', {
+      'x.md': 'x',
+    });
+    const keys = await generateKeypair();
+    await signPack(dir, { privateKeyPem: keys.privateKeyPem, kid: 'release-2026' });
+    const expected = await packArchive(dir);
+    const pushed = await pushPackFolder(dir, `oci://${registry.host}/acme/signed`, opts);
+    expect(pushed.meta).toEqual({
+      name: 'signed',
+      version: '0.9.0',
+      description: 'test pack signed',
+      digest: expected.digest,
+      signer: 'release-2026',
+    });
+    expect(pushed.tag).toBe('0.9.0');
+    const layer = await fetch(`${registry.url}/v2/acme/signed/blobs/${pushed.layer.digest}`);
+    expect(Buffer.from(await layer.arrayBuffer()).equals(expected.archive)).toBe(true);
+    // A malformed pack.sig is refused, not pushed as unsigned; nothing is tagged.
+    await writeFile(join(dir, 'pack.sig'), 'not a jws\n');
+    await expect(
+      pushPackFolder(dir, `oci://${registry.host}/acme/signed:broken`, opts),
+    ).rejects.toMatchObject({ code: 'ERR_PACK_INVALID' });
+    const tags = await listOciTags(`oci://${registry.host}/acme/signed`, opts);
+    expect(tags).toEqual(['0.9.0']);
   });
 
   it('re-pushing the same pack gives the same manifest digest and uploads nothing', async () => {
