@@ -14,6 +14,9 @@ import { fileURLToPath } from 'node:url';
 import type { WrappableCommand } from '@packwarden/engines';
 
 export const HOSTILE_PACK = fileURLToPath(new URL('../fixtures/hostile-pack', import.meta.url));
+export const HOSTILE_CUSTOM_PACK = fileURLToPath(
+  new URL('../fixtures/hostile-custom-pack', import.meta.url),
+);
 
 export interface Host {
   root: string;
@@ -44,14 +47,14 @@ async function listen(server: Server | HttpServer, where: number | string): Prom
   });
 }
 
-export async function setUpHost(): Promise<Host> {
+export async function setUpHost(fixture = HOSTILE_PACK): Promise<Host> {
   const root = await mkdtemp(join(tmpdir(), 'pw-hostile-'));
   const token = randomBytes(12).toString('hex');
   const pack = join(root, 'pack');
   const workspace = join(root, 'workspace');
   const state = join(root, 'state');
   const outside = join(root, 'outside');
-  await cp(HOSTILE_PACK, pack, { recursive: true });
+  await cp(fixture, pack, { recursive: true });
   for (const dir of [workspace, state, outside]) await mkdir(dir);
   const canaryFile = join(outside, 'id_ed25519');
   await writeFile(canaryFile, `canary-${token}`);
