@@ -215,6 +215,38 @@ describe('token auth (distribution token flow) against the real registry', () =>
     expect(used.length).toBeLessThanOrEqual(3);
   });
 
+  it('keeps a token for its expires_in on the injected clock, then fetches a new one', async () => {
+    const { archive, meta } = await makePack('clocked', '1.0.0');
+    const credentials = { username: 'bob', password: 'hunter2' };
+    await pushPackArtifact(archive, meta, `oci://${registry.host}/org/clocked`, {
+      plainHttp: true,
+      credentials,
+    });
+    const pull = async (advanceAfterManifestMs: number) => {
+      let clock = 1_000_000;
+      const before = tokens.requests.length;
+      const out = await tempDir();
+      await pullPackArtifact(`oci://${registry.host}/org/clocked:1.0.0`, {
+        plainHttp: true,
+        credentials,
+        to: join(out, 'p.tgz'),
+        now: () => clock,
+        // The clock moves once the manifest has been read, before the layer is asked for.
+        fetch: async (input, init) => {
+          const response = await fetch(input, init);
+          if (String(input).includes('/manifests/') && response.status === 200)
+            clock += advanceAfterManifestMs;
+          return response;
+        },
+      });
+      return tokens.requests.length - before;
+    };
+    // The token server grants 300 s: within it one token serves manifest and layer...
+    expect(await pull(60_000)).toBe(1);
+    // ...past it, the layer request gets a fresh token first.
+    expect(await pull(600_000)).toBe(2);
+  });
+
   it('uses a config.json identitytoken as an OAuth2 refresh token (POST to the realm)', async () => {
     const { archive, meta } = await makePack('refreshed', '1.0.0');
     const dockerConfigDir = await writeDockerConfig(await tempDir(), {
