@@ -89,7 +89,9 @@ const DEEP = {
   flowPairs: (d) => `${'[a: '.repeat(d)}b${']'.repeat(d)}`,
   compact: (d) => `${'- '.repeat(d)}x`,
   explicitKeys: (d) => `${'? '.repeat(d)}x`,
-  indented: (d) => Array.from({ length: d }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n'),
+  // Capped: 700 lines already make 250 KB, just under the 256 KiB limit.
+  indented: (d) =>
+    Array.from({ length: Math.min(d, 700) }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n'),
   unclosed: (d) => '['.repeat(d),
   inSpec: (d) => `${REAL}  deep: ${'['.repeat(d)}${']'.repeat(d)}\n`,
 };
