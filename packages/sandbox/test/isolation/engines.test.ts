@@ -53,9 +53,7 @@ async function oneTurn(
   const outcome = await handle.outcome;
   await client.shutdown();
   await runner.done;
-  const text = events
-    .map((e) => (e.type === 'text' ? e.delta : e.type === 'log' ? `${e.message}\n` : ''))
-    .join('');
+  const text = events.map((e) => (e.type === 'text' ? e.delta : '')).join('');
   return { events, text, outcome };
 }
 
