@@ -1,9 +1,27 @@
+/** An output stream as the CLI uses it; `hasColors` is Node's `tty.WriteStream#hasColors`. */
+export interface CliOutput {
+  write(chunk: string): unknown;
+  isTTY?: boolean;
+  hasColors?(env?: Record<string, string | undefined>): boolean;
+}
+
 /** Everything a command touches in the outside world, so tests can drive the CLI in-process. */
 export interface CliIo {
-  stdout: { write(chunk: string): unknown; isTTY?: boolean };
-  stderr: { write(chunk: string): unknown; isTTY?: boolean };
+  stdout: CliOutput;
+  stderr: CliOutput;
   env: Record<string, string | undefined>;
   cwd: string;
+}
+
+/**
+ * Whether to colour what goes to `stream`: the stream's own `hasColors(env)` on a terminal (Node
+ * applies NO_COLOR, FORCE_COLOR, NODE_DISABLE_COLORS and TERM there), and on a pipe or file only
+ * when FORCE_COLOR asks for it (any value but 0 or false, as Node reads it).
+ */
+export function useColors(io: CliIo, stream: CliOutput = io.stdout): boolean {
+  if (typeof stream.hasColors === 'function') return stream.hasColors(io.env);
+  const force = io.env.FORCE_COLOR;
+  return force !== undefined && force !== '0' && force.toLowerCase() !== 'false';
 }
 
 export function processIo(): CliIo {

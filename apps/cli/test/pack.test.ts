@@ -2,7 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { terminalSafe } from 'packwarden';
+import { WriteStream } from 'node:tty';
+import type { RunEvent } from '@packwarden/runner-host';
+import { terminalSafe, useColors, type CliIo, type CliOutput } from 'packwarden';
+import { humanRenderer } from '../src/commands/run-render.js';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, examplePack, tempDir } from './helpers.js';
 
@@ -317,5 +320,54 @@ describe('terminal control sequences from a pack are shown, never obeyed', () =>
       expect(stdout + stderr).not.toMatch(/^verified {12}evil/m);
     }
     expect(outputs[3]!.stderr).toContain('\\x1b]52;c;');
+  });
+});
+
+describe('colours follow the stream: NO_COLOR and FORCE_COLOR', () => {
+  /** A stream with Node's own tty.WriteStream#hasColors, as `packwarden run` gets on a terminal. */
+  function terminal(): CliOutput & { text: string } {
+    const stream = Object.create(WriteStream.prototype) as CliOutput & { text: string };
+    Object.assign(stream, {
+      isTTY: true,
+      text: '',
+      write(chunk: string) {
+        stream.text += chunk;
+        return true;
+      },
+    });
+    return stream;
+  }
+  const toolStart = {
+    type: 'tool_start',
+    id: 't1',
+    name: 'Bash',
+    input: { command: 'ls' },
+  } as unknown as RunEvent;
+
+  test.each([
+    [{ TERM: 'xterm-256color' }, true],
+    [{ TERM: 'xterm-256color', NO_COLOR: '1' }, false],
+    [{ TERM: 'dumb' }, false],
+    [{ TERM: 'dumb', FORCE_COLOR: '1' }, true],
+  ])('a terminal with %j: colours %s', (env, coloured) => {
+    const stdout = terminal();
+    const io: CliIo = { stdout, stderr: terminal(), env, cwd: '/' };
+    expect(useColors(io)).toBe(coloured);
+    humanRenderer(io).event(toolStart);
+    expect(stdout.text.includes('\u001b[')).toBe(coloured);
+    expect(stdout.text).toContain('▸ Bash');
+  });
+
+  test('a pipe: no colour unless FORCE_COLOR says so', () => {
+    const pipe = { write: () => true };
+    const io = (env: Record<string, string>): CliIo => ({
+      stdout: pipe,
+      stderr: pipe,
+      env,
+      cwd: '/',
+    });
+    expect(useColors(io({}))).toBe(false);
+    expect(useColors(io({ FORCE_COLOR: '1' }))).toBe(true);
+    expect(useColors(io({ FORCE_COLOR: '0' }))).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import type { QuestionFrame, RunEvent, RunOutcome, WelcomeFrame } from '@packwarden/runner-host';
-import { terminalSafe, type CliIo } from '../io.js';
+import { terminalSafe, useColors, type CliIo } from '../io.js';
 
 const MAX_SHOWN = 300;
 
@@ -39,7 +39,10 @@ export function jsonRenderer(io: CliIo): TurnRenderer {
 
 export function humanRenderer(io: CliIo): TurnRenderer {
   const tty = io.stdout.isTTY === true;
-  const paint = (code: string, text: string) => (tty ? `\u001b[${code}m${text}\u001b[0m` : text);
+  // Colour follows the stream and NO_COLOR / FORCE_COLOR; the layout (thinking shown, arrows)
+  // follows whether a person is watching.
+  const colors = useColors(io);
+  const paint = (code: string, text: string) => (colors ? `\u001b[${code}m${text}\u001b[0m` : text);
   let atLineStart = true;
   const write = (text: string) => {
     if (text === '') return;
