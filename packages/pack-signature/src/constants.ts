@@ -1,4 +1,4 @@
-/** The signature file at the root of a pack (DESIGN.md "pack.sig v1"). */
+/** The signature file at the root of a pack (README "The strict pre-parser"). */
 export const PACK_SIGNATURE_FILE = 'pack.sig';
 
 /** A larger `pack.sig` is refused before it is read in full. */

@@ -104,7 +104,7 @@ export interface PackTrustRootUnavailable {
   message: string;
 }
 
-/** The outcome of `verifyPack`: the kinds of DESIGN.md "pack.sig v1". */
+/** The outcome of `verifyPack`: the kinds of the README, "Results". */
 export type PackVerification =
   | PackVerified
   | PackInvalid

@@ -85,7 +85,7 @@ function refuse<T>(reason: MalformedReason, message: string): StrictParseResult<
 }
 
 /**
- * The structural checks of DESIGN.md "pack.sig v1" on the text of a `pack.sig` (one trailing
+ * The structural checks of the README ("The strict pre-parser") on the text of a `pack.sig` (one trailing
  * `\n` allowed): three canonical base64url segments, a JSON-object header with exactly the
  * allowed parameters, `alg` `ES256`, a safe `kid`, a 64-byte signature. The payload bytes are
  * returned undecoded.

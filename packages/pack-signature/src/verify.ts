@@ -59,7 +59,7 @@ function resolveVerifyOptions(options: VerifyPackOptions): ResolvedVerifyOptions
 
 /**
  * Verifies the `pack.sig` of the pack in `packDir` against the key `selectKey` picks, in the
- * order of DESIGN.md (nothing in the payload is trusted before the signature verified):
+ * order of the README, "verifyPack" (nothing in the payload is trusted before the signature verified):
  * pre-parse, key selection at `iat`, ES256 signature, payload schema, identity against
  * `agent.yaml`, digest algorithm, `files` claim, content digest.
  *

@@ -1,4 +1,4 @@
-/** Every bound the trust root enforces, in one place (DESIGN.md "Trust root"). */
+/** Every bound the trust root enforces, in one place (README, "Remote sources" and "The cache"). */
 export const TRUST_ROOT_LIMITS = Object.freeze({
   /** Largest keys file, inline key document, JWKS or `/api/keys` body, in bytes. */
   maxDocumentBytes: 256 * 1024,

@@ -29,7 +29,7 @@ export interface RemoteKeys {
 const CLOCK_SKEW_MS = 5 * 60_000;
 
 /**
- * Loads a remote key set with the cache rules of DESIGN.md: a fresh cached copy is used without a
+ * Loads a remote key set with the rules of the README, "The cache": a fresh cached copy is used without a
  * request; an expired one is revalidated with its ETag; after a network error or 5xx a copy last
  * confirmed within `maxStaleMs` is served as stale. 4xx, redirects, bad bodies and pin failures
  * are never papered over with the cache. Throws `TrustRootError`; warnings go to `warnings`.

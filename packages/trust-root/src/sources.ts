@@ -13,7 +13,7 @@ export type SourceChoice =
   | { readonly kind: 'none'; readonly configuredBy: 'none' };
 
 /**
- * Explicit options (CLI flags) beat the environment; within each, the order of DESIGN.md:
+ * Explicit options (CLI flags) beat the environment; within each, the order of the README, "Sources and precedence":
  * keys file, inline keys, JWKS URL, control plane. Configured sources that lose are named in a
  * warning, so `trust show` can explain why they are not used.
  */
