@@ -347,3 +347,43 @@ describe('store install from a lying store, with the built CLI (issue 9.4)', () 
     });
   }
 });
+
+describe('store install refuses a downgrade unless --allow-downgrade (issue 9 W5)', () => {
+  test('a store whose latest is older than the installed version: exit 1, current.txt kept; --allow-downgrade installs it', async () => {
+    const root = tempDir();
+    const storeFor = async (version: string) => {
+      const pack = join(root, `packs-${version}`, 'hello-pack');
+      cpSync(copyOfExample(), pack, { recursive: true });
+      const manifest = join(pack, 'agent.yaml');
+      writeFileSync(
+        manifest,
+        readFileSync(manifest, 'utf8').replace(/^ {2}version: .*$/m, `  version: ${version}`),
+      );
+      rmSync(join(pack, 'pack.sig'), { force: true });
+      const out = join(root, `store-${version}`);
+      const built = await cli(['store', 'build', join(root, `packs-${version}`), '--out', out]);
+      expect(built.code, built.stderr).toBe(0);
+      return out;
+    };
+    const newer = await storeFor('0.2.0');
+    const older = await storeFor('0.1.5');
+    const env = { PACKWARDEN_HOME: join(root, 'home') };
+    const current = join(root, 'home', 'agents', 'hello-pack', 'current.txt');
+    expect(
+      (await cli(['store', 'install', 'pack/hello-pack', '--store', newer], { env })).code,
+    ).toBe(0);
+    const refused = await cli(['store', 'install', 'pack/hello-pack', '--store', older, '--json'], {
+      env,
+    });
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout).error.code).toBe('ERR_DOWNGRADE_REFUSED');
+    expect(JSON.parse(refused.stdout).error.message).toContain('--allow-downgrade');
+    expect(readFileSync(current, 'utf8')).toBe('0.2.0\n');
+    const allowed = await cli(
+      ['store', 'install', 'pack/hello-pack', '--store', older, '--allow-downgrade'],
+      { env },
+    );
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(readFileSync(current, 'utf8')).toBe('0.1.5\n');
+  });
+});

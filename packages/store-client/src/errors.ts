@@ -52,6 +52,12 @@ export type StoreErrorCode =
   // install
   | 'ERR_TARGET_NOT_EMPTY'
   | 'ERR_ALREADY_INSTALLED'
+  /**
+   * The version to install is lower (semver precedence) than the one `current.txt` names, or
+   * `current.txt` names no version: refused unless `allowDowngrade`, so a store cannot silently
+   * roll an install back.
+   */
+  | 'ERR_DOWNGRADE_REFUSED'
   | 'ERR_PACK_INVALID'
   | 'ERR_PACK_IDENTITY_MISMATCH'
   | 'ERR_PACK_DIGEST_MISMATCH'

@@ -11,6 +11,7 @@ import {
 } from '@packwarden/pack-digest';
 import {
   CURRENT_FILE,
+  isSemver,
   loadPackManifest,
   packwardenHome,
   readPackwardenFlag,
@@ -30,6 +31,7 @@ import { bodyStream, request, statusError, type FetchedResponse } from './http.j
 import type { ExtractLimits } from './limits.js';
 import { acquireLock } from './lock.js';
 import type { ArtifactRef } from './refs.js';
+import { compareSemver } from './semver.js';
 import type { Env, ResolvedArtifact, Store } from './store.js';
 
 export type InstallPhase = 'download' | 'extract' | 'verify' | 'install';
@@ -47,6 +49,11 @@ export interface InstallPackOptions {
   to?: string;
   /** Replace an installed version (or a non-empty `to` folder). */
   force?: boolean;
+  /**
+   * Install a version lower than the one `current.txt` names (and switch `current.txt` to it).
+   * Off by default: a store whose `latest` went backwards must not roll an install back unasked.
+   */
+  allowDowngrade?: boolean;
   /** Refuse anything `verifyPack` does not call `verified`. Also on with `PACKWARDEN_REQUIRE_SIGNED_PACK=1`. */
   requireSigned?: boolean;
   /** Trusted keys for verification (e.g. `(kid, at) => selectTrustedKey(root, kid, { at })`). */
@@ -389,6 +396,41 @@ async function recoverLeftovers(
   }
 }
 
+/**
+ * Run while holding the lock, before anything is downloaded: `current.txt` names the version in
+ * use, and installing a lower one would switch it back. A `current.txt` that cannot be read as a
+ * version cannot show the install is not a downgrade, so it refuses too (fail closed).
+ */
+async function refuseDowngrade(parent: string, slug: string, version: string): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(join(parent, CURRENT_FILE), { encoding: 'utf8' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new StoreError(
+      'ERR_INSTALL_IO',
+      `cannot read ${join(parent, CURRENT_FILE)}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const current = text.trim();
+  const hint = 'pass allowDowngrade (the CLI: --allow-downgrade) to install it anyway';
+  if (current.length > 256 || !isSemver(current)) {
+    throw new StoreError(
+      'ERR_DOWNGRADE_REFUSED',
+      `${slug}@${version} was not installed: ${CURRENT_FILE} does not name a version, so a downgrade cannot be ruled out; ${hint}`,
+      { subject: join(parent, CURRENT_FILE) },
+    );
+  }
+  if (compareSemver(version, current) < 0) {
+    throw new StoreError(
+      'ERR_DOWNGRADE_REFUSED',
+      `${slug}@${version} is older than the installed ${slug}@${current}: a downgrade was refused; ${hint}`,
+      { subject: join(parent, CURRENT_FILE) },
+    );
+  }
+}
+
 function requireSignedFromEnv(env: Env): boolean {
   return readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
 }
@@ -499,6 +541,7 @@ async function installSteps(
     // Holding the lock: any staging or set-aside folder here belongs to a dead or finished run.
     await recoverLeftovers(parent, stagingPrefix, flat ? (name) => name === finalName : () => true);
     if (!options.force && (await exists())) throw refuseExisting();
+    if (!flat && !options.allowDowngrade) await refuseDowngrade(parent, slug, version);
 
     let extracted: ExtractResult | undefined;
     let archiveSha256 = '';

@@ -413,7 +413,7 @@ describe('static store transport rules', () => {
     await installPack(
       store,
       { type: 'pack', slug: 'demo', version: '1.0.0' },
-      { home, force: true },
+      { home, force: true, allowDowngrade: true },
     );
     expect((await readdir(packDir)).sort()).toEqual(['1.0.0', '2.0.0', 'current.txt']);
     expect(await readFile(join(packDir, 'current.txt'), 'utf8')).toBe('1.0.0\n');

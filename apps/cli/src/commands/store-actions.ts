@@ -146,6 +146,7 @@ async function install(
         ? { selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }) }
         : {}),
       ...(flags.force ? { force: true } : {}),
+      ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
       ...(to === undefined ? {} : { to: resolve(io.cwd, to) }),
       ...(onProgress ? { onProgress } : {}),
     });

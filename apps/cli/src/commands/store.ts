@@ -10,6 +10,7 @@ export interface StoreFlags {
 
 export interface InstallFlags extends StoreFlags, TrustFlags {
   force?: boolean;
+  allowDowngrade?: boolean;
   requireSigned?: boolean;
   to?: string;
 }
@@ -28,6 +29,10 @@ export function installOptions(command: Command): Command {
   return addTrustRootOptions(
     storeOption(command)
       .option('--force', 'replace an installed version (or a non-empty --to folder)')
+      .option(
+        '--allow-downgrade',
+        'install a version older than the installed current one (refused by default)',
+      )
       .option(
         '--require-signed',
         'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
