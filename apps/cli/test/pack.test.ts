@@ -371,3 +371,42 @@ describe('colours follow the stream: NO_COLOR and FORCE_COLOR', () => {
     expect(useColors(io({ FORCE_COLOR: '0' }))).toBe(false);
   });
 });
+
+describe('packwarden env', () => {
+  test('every variable with its alias and where its value comes from; secrets never shown', async () => {
+    const env = {
+      PACKWARDEN_HOME: '/srv/pw',
+      AGENTHIPPO_HOME: '/srv/other',
+      AGENTHIPPO_PACK_JWKS_URL: 'https://keys.example/jwks.json',
+      GH_TOKEN: 'ghp_supersecret',
+      PACKWARDEN_MODEL_TOKEN: 'sk-secret',
+      PACKWARDEN_STORE_URL: 'https://store.example/\u001b[2J',
+    };
+    const text = await cli(['env'], { env });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^PACKWARDEN_HOME +\/srv\/pw$/m);
+    expect(text.stdout).toContain(
+      'warning: AGENTHIPPO_HOME is ignored because PACKWARDEN_HOME is set.',
+    );
+    expect(text.stdout).toMatch(
+      /^PACKWARDEN_PACK_JWKS_URL +from AGENTHIPPO_PACK_JWKS_URL: https:\/\/keys\.example\/jwks\.json$/m,
+    );
+    expect(text.stdout).toMatch(/^PACKWARDEN_GITHUB_TOKEN +from GH_TOKEN: \(hidden\)$/m);
+    expect(text.stdout).toMatch(/^PACKWARDEN_LEASE_URL +unset$/m);
+    expect(text.stdout).toContain('alias AGENTHIPPO_LEASE_URL');
+    expect(text.stdout).toContain('https://store.example/\\x1b[2J');
+    expect(text.stdout).not.toContain('secret');
+    const json = JSON.parse((await cli(['env', '--json'], { env })).stdout);
+    expect(json.variables).toContainEqual(
+      expect.objectContaining({
+        name: 'PACKWARDEN_MODEL_TOKEN',
+        alias: 'AGENTHIPPO_MODEL_TOKEN',
+        secret: true,
+        setBy: 'PACKWARDEN_MODEL_TOKEN',
+        value: '(hidden)',
+      }),
+    );
+    expect(JSON.stringify(json)).not.toContain('sk-secret');
+    expect(JSON.stringify(json)).not.toContain('ghp_');
+  });
+});
