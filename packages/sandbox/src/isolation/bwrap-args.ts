@@ -69,6 +69,8 @@ export interface SandboxArgsInput {
   workspace: string;
   workspaceWritable: boolean;
   engineStateDir: string;
+  /** Extra host paths bound read-only at the same path. */
+  readOnlyPaths: readonly string[];
   /** Host folder bound read-only at `/run/packwarden` (launcher, proxy socket). */
   runtimeDir: string;
   /** Host folder bound writable at `/run/packwarden-env` (one-use environment files). */
@@ -97,6 +99,7 @@ export function buildSandboxArgs(input: SandboxArgsInput): string[] {
     { path: input.packDir, flag: '--ro-bind' },
     { path: input.workspace, flag: input.workspaceWritable ? '--bind' : '--ro-bind' },
     { path: input.engineStateDir, flag: '--bind' },
+    ...input.readOnlyPaths.map((path) => ({ path, flag: '--ro-bind' })),
   ].sort((a, b) => depth(a.path) - depth(b.path));
   for (const mount of policyMounts) args.push(mount.flag, mount.path, mount.path);
   args.push('--ro-bind', input.runtimeDir, SANDBOX_RUNTIME_DIR);

@@ -33,6 +33,7 @@ function policyError(message: string, cause?: unknown): SandboxError {
 }
 
 interface ResolvedPolicy {
+  readOnlyPaths: string[];
   packDir: string;
   workspace: string;
   engineStateDir: string;
@@ -40,13 +41,14 @@ interface ResolvedPolicy {
   allowed: AllowedOrigin[];
 }
 
-async function resolveFolder(label: string, path: unknown): Promise<string> {
+async function resolveFolder(label: string, path: unknown, fileOk = false): Promise<string> {
   if (typeof path !== 'string' || !path.startsWith('/'))
     throw policyError(`${label} must be an absolute path`);
   let real: string;
   try {
     real = await realpath(path);
-    if (!(await stat(real)).isDirectory()) throw new Error('not a folder');
+    const info = await stat(real);
+    if (!info.isDirectory() && !(fileOk && info.isFile())) throw new Error('not a folder');
   } catch (error) {
     throw policyError(`${label} ${path} is not a usable folder`, error);
   }
@@ -55,7 +57,10 @@ async function resolveFolder(label: string, path: unknown): Promise<string> {
   return real;
 }
 
-async function resolvePolicy(policy: ConfinementPolicy): Promise<ResolvedPolicy> {
+async function resolvePolicy(
+  policy: ConfinementPolicy,
+  extra: readonly string[] = [],
+): Promise<ResolvedPolicy> {
   if (typeof policy !== 'object' || policy === null) throw policyError('policy must be an object');
   if (!FILE_ACCESS.has(policy.fileAccess))
     throw policyError(`fileAccess must be read-only, workspace-write or full`);
@@ -74,7 +79,13 @@ async function resolvePolicy(policy: ConfinementPolicy): Promise<ResolvedPolicy>
   // become writable. Nesting is fine (the deeper mount keeps its own mode).
   if (packDir === workspace || packDir === engineStateDir)
     throw policyError('packDir must differ from the workspace and the engine state folder');
+  if (!Array.isArray(extra) || extra.length > ISOLATION_LIMITS.maxAllowOrigins)
+    throw policyError('readOnlyPaths must be a short list of absolute paths');
+  const readOnlyPaths: string[] = [];
+  for (const path of extra)
+    readOnlyPaths.push(await resolveFolder('readOnlyPaths entry', path, true));
   return {
+    readOnlyPaths,
     packDir,
     workspace,
     engineStateDir,
@@ -122,7 +133,7 @@ export async function createConfinement(
       'off',
       GUARANTEE_IDS.map((id) => ({ id, status: 'unavailable', reason: 'isolation is off' })),
     );
-  const resolved = await resolvePolicy(policy);
+  const resolved = await resolvePolicy(policy, options.readOnlyPaths);
   const outcome = await probeIsolation(options);
   const guarantees = statuses(outcome);
   const missing = guarantees.filter((g) => g.status === 'unavailable');
@@ -198,6 +209,7 @@ async function startConfinement(
       workspace: policy.workspace,
       workspaceWritable: policy.workspaceWritable,
       engineStateDir: policy.engineStateDir,
+      readOnlyPaths: policy.readOnlyPaths,
       runtimeDir: hostRuntime,
       envDir,
       cwd: command.cwd,

@@ -52,6 +52,11 @@ export interface CreateConfinementOptions {
   bwrapPath?: string;
   /** Where `PATH` is read. Default `process.env`. */
   env?: Record<string, string | undefined>;
+  /**
+   * More host folders (or files) visible read-only at the same path: where a vendor CLI lives
+   * outside the system directories (the claude / codex SDK's package folder). Default none.
+   */
+  readOnlyPaths?: readonly string[];
   /** The node binary the in-sandbox launcher runs on. Default `process.execPath`. */
   nodeBinary?: string;
   /** Where the private runtime folder (proxy socket, launcher) is created. Default `os.tmpdir()`. */

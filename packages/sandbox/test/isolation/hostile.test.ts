@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -201,6 +201,24 @@ describe('the hostile pack under isolation required', () => {
     process.kill(-child.pid!, 'SIGTERM');
     await closed;
     await new Promise((resolve) => tunnel.close(resolve));
+  });
+
+  it('a vendor CLI outside the system folders runs only when listed in readOnlyPaths, read-only', async () => {
+    const vendor = join(host.outside, 'vendor');
+    await mkdir(vendor);
+    const tool = join(vendor, 'tool.sh');
+    await writeFile(tool, '#!/bin/sh\necho vendor-ok\necho tampered > "$0"\n');
+    await chmod(tool, 0o755);
+    const command = { file: tool, args: [], cwd: host.workspace, env: host.env() };
+    const hidden = await runCommand((await confine('required')).wrap(command));
+    expect(hidden.code).not.toBe(0);
+    expect(hidden.stdout).not.toContain('vendor-ok');
+    const listed = await runCommand(
+      (await confine('required', {}, { readOnlyPaths: [vendor] })).wrap(command),
+    );
+    expect(listed.stdout).toContain('vendor-ok');
+    expect(await readFile(tool, 'utf8')).toBe('#!/bin/sh\necho vendor-ok\necho tampered > "$0"\n');
+    expect(await escapes(host, listed)).toEqual([]);
   });
 
   it('close() removes the runtime folder; a later wrap throws ERR_ISOLATION_CLOSED', async () => {
