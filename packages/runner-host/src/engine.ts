@@ -8,6 +8,13 @@ import type { EngineFileAccess, LogLevel, QuestionOutcomeKind } from './frames.j
 export interface EngineRunOptions {
   readonly runId: string;
   readonly engineId: string;
+  /**
+   * Identifies the host session (one driver connection) this run belongs to: unique per
+   * `startRunnerHost`, the same for all its runs. Key per-session engine state (an instance
+   * bound to a token) by it, never share it across sessions, and release it in `endSession`.
+   * Always set by `startRunnerHost`; absent only when an engine is called directly.
+   */
+  readonly hostSessionId?: string;
   readonly modelId?: string;
   readonly sessionId?: string;
   /** The engine's own resumable session id: from the run frame, else the host's current one. */
@@ -95,5 +102,11 @@ export interface RunnerEngine<TRuntime = unknown> {
     signal: AbortSignal,
   ): Promise<void>;
   onMaintenance?(event: MaintenanceEvent, runtime: TRuntime): void | Promise<void>;
+  /**
+   * The host session `hostSessionId` has ended: none of its runs is active or will start. Release
+   * what belongs to that session only; other sessions may be mid-turn on this engine.
+   */
+  endSession?(hostSessionId: string, runtime: TRuntime): void | Promise<void>;
+  /** The engine is no longer used by any session (see `disposeEngines`). */
   dispose?(): void | Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { FrameWriter, readFrames, type DecodeError, type InputBudget } from './codec.js';
 import type {
@@ -102,6 +103,12 @@ export interface RunnerHostOptions<TRuntime = unknown> {
    * server): a frame that does not fit is skipped with `log{code:"input_budget_exceeded"}`.
    */
   inputBudget?: InputBudget;
+  /**
+   * Call each engine's `dispose` when this host stops. Default `true`; `false` when the engines
+   * are shared with other sessions (`serveRunnerSocket` disposes them once, when it closes).
+   * `endSession` is called either way.
+   */
+  disposeEngines?: boolean;
 }
 
 /** How a host stopped. */
@@ -278,6 +285,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   const timers = options.timers ?? defaultTimers;
   const hostInfo = options.host ?? DEFAULT_HOST;
   const secrets = options.secrets ?? new SecretSet();
+  const hostSessionId = randomUUID();
 
   let state: 'awaiting_hello' | 'ready' | 'stopping' = 'awaiting_hello';
   let driverCapabilities: Capabilities = {};
@@ -587,7 +595,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   }
 
   function engineOptions(frame: RunFrame, engineId: string): EngineRunOptions {
-    const base: Record<string, unknown> = { runId: frame.runId, engineId };
+    const base: Record<string, unknown> = { runId: frame.runId, engineId, hostSessionId };
     const copy = (key: keyof RunFrame) => {
       if (frame[key] !== undefined) base[key] = frame[key];
     };
@@ -909,7 +917,10 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
         Promise.allSettled(
           engineList.map((engine) =>
             Promise.resolve()
-              .then(() => engine.dispose?.())
+              // This session's engine state goes first; the engine itself only when this host
+              // owns it (README "Engine lifetime": a shared engine outlives one session).
+              .then(() => engine.endSession?.(hostSessionId, options.runtime))
+              .then(() => (options.disposeEngines === false ? undefined : engine.dispose?.()))
               .catch((error: unknown) =>
                 log('warn', `dispose of engine ${engine.id} failed: ${toWireError(error).message}`),
               ),

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { InputBudget, encodeFrame } from './codec.js';
 import { RunnerHostError } from './errors.js';
+import type { RunnerEngine } from './engine.js';
 import { startRunnerHost, type RunnerHostOptions } from './host.js';
 
 /** What each connection's host is started with (its `input` and `output` are the connection). */
@@ -208,6 +209,10 @@ export async function serveRunnerSocket<TRuntime>(
   const probeTimeoutMs = options.probeTimeoutMs ?? 1000;
 
   const sessions = new Map<Socket, { end: () => void; done: Promise<void> }>();
+  // Engines may be shared by every session: no session disposes them, the server does, once,
+  // when no session is left (README "Engine lifetime").
+  const engines = new Set<RunnerEngine<TRuntime>>();
+  let disposeWithin = 5000;
   let closing = false;
 
   const server = createServer({ allowHalfOpen: true }, (socket) => {
@@ -234,8 +239,17 @@ export async function serveRunnerSocket<TRuntime>(
     };
     let done: Promise<void>;
     try {
+      const session = options.session();
+      for (const engine of [
+        ...(session.engine !== undefined ? [session.engine] : []),
+        ...(session.engines ?? []),
+      ]) {
+        engines.add(engine);
+      }
+      if (session.cancelGraceMs !== undefined) disposeWithin = session.cancelGraceMs;
       done = startRunnerHost({
-        ...options.session(),
+        ...session,
+        disposeEngines: false,
         inputBudget: budget,
         input,
         output: socket,
@@ -268,6 +282,16 @@ export async function serveRunnerSocket<TRuntime>(
         for (const session of sessions.values()) session.end();
         await Promise.allSettled([...sessions.values()].map((s) => s.done));
         await stopped;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          Promise.allSettled(
+            [...engines].map((engine) => Promise.resolve().then(() => engine.dispose?.())),
+          ),
+          new Promise<void>((resolve) => {
+            timer = setTimeout(resolve, disposeWithin);
+          }),
+        ]);
+        clearTimeout(timer);
         // Remove the socket only if it is still the one bound here: another host may own the
         // path by now (docs: README "Serving a socket").
         const now = await lstat(path).catch(() => undefined);

@@ -193,3 +193,56 @@ describe('serveRunnerSocket: connections and input memory (issue 9 W14)', () => 
     await until(() => server.inputBudget.used === 0, 'the budget to be released');
   });
 });
+
+describe('serveRunnerSocket: engine lifetime (issue 9 W7)', () => {
+  it('one session ending (or running with another token) never disposes the engine another session is using mid-turn', async () => {
+    const path = join(await dir(), 'h.sock');
+    const events: string[] = [];
+    const tokens = new Map<string, string>();
+    let releaseA!: () => void;
+    const gateA = new Promise<void>((resolve) => (releaseA = resolve));
+    const shared: RunnerEngine<unknown> = {
+      id: 'shared',
+      displayName: 'Shared',
+      async stream(message, options, emitter) {
+        // Per-session state, keyed the way the README tells engines to key it.
+        const session = options.hostSessionId ?? '';
+        tokens.set(session, options.modelToken ?? '');
+        if (message === 'slow') await gateA;
+        await emitter.text(`${message} done, disposed=${events.includes('dispose')}`);
+      },
+      endSession(hostSessionId) {
+        events.push(`end:${tokens.get(hostSessionId) ?? '?'}`);
+        tokens.delete(hostSessionId);
+      },
+      dispose() {
+        events.push('dispose');
+      },
+    };
+    const server = await serveRunnerSocket(path, {
+      session: () => ({ engine: shared, runtime: {} }),
+    });
+    const a = await peer(path);
+    const b = await peer(path);
+    await a.hello();
+    await b.hello();
+    await a.send({ type: 'run', runId: 'a1', message: 'slow', modelToken: 'token-of-session-a' });
+    await a.waitFor((f) => f.type === 'accepted', WAIT, 'a accepted');
+    await b.send({ type: 'run', runId: 'b1', message: 'quick', modelToken: 'token-of-session-b' });
+    await b.waitFor((f) => f.type === 'result', WAIT, 'b result');
+    await b.send({ type: 'shutdown' });
+    await b.waitFor((f) => f.type === 'bye', WAIT, 'b bye');
+    await until(() => server.connections === 1, 'session b to end');
+    // B's session state is gone, A's is intact, and the engine was not disposed.
+    expect(events).toEqual(['end:token-of-session-b']);
+    expect([...tokens.values()]).toEqual(['token-of-session-a']);
+    releaseA();
+    const text = await a.waitFor((f) => f.type === 'text', WAIT, 'a text');
+    expect(text.delta).toBe('slow done, disposed=false');
+    expect(await a.waitFor((f) => f.type === 'result', WAIT, 'a result')).toMatchObject({
+      stopReason: 'end_turn',
+    });
+    await server.close();
+    expect(events).toEqual(['end:token-of-session-b', 'end:token-of-session-a', 'dispose']);
+  });
+});
