@@ -246,6 +246,16 @@ async function resolveWith(session: RegistrySession): Promise<ResolvedPackArtifa
   }
   const { bytes, digest } = await fetchManifest(session, ref.digest ?? tag!);
   const manifest = parsePackManifest(bytes, session.options.limits);
+  // A semantic-version tag is a version claim: it must be the version the artifact says it holds
+  // (push writes them equal). Installs then check agent.yaml against both.
+  const claimed = artifactMetaOf(manifest).version;
+  if (tag !== undefined && isSemver(tag) && claimed !== tag) {
+    throw ociError(
+      'ERR_OCI_MANIFEST_INVALID',
+      `${formatOciReference({ ...ref, tag })} holds a pack whose version is ${claimed}, not ${tag}`,
+      { subject: formatOciReference({ ...ref, tag }) },
+    );
+  }
   const layer = manifest.layers[0];
   return {
     reference: formatOciReference({ registry: ref.registry, repository: ref.repository, digest }),

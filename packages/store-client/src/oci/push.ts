@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isSemver } from '@packwarden/pack-manifest';
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { StoreError } from '../errors.js';
@@ -389,6 +390,12 @@ export async function pushPackArtifact(
       'ERR_OCI_REF_INVALID',
       `the version ${meta.version} is not a valid tag (build metadata "+" is not allowed in tags); give a tag in the reference`,
       { subject: formatOciReference(target) },
+    );
+  }
+  if (isSemver(tag) && tag !== meta.version) {
+    throw new StoreError(
+      'ERR_INVALID_ARGUMENT',
+      `the tag ${tag} is a version other than the pack's (${meta.version}); tag it ${meta.version} or with a name that is not a version`,
     );
   }
   const tagged: OciReference = { ...target, tag };

@@ -275,6 +275,39 @@ describe('push and pull against the real distribution registry (no auth)', () =>
     await rm(blob);
   });
 
+  it('a semver tag must name the version the artifact holds (push and pull)', async () => {
+    const { archive, meta } = await makePack('mislabeled', '1.0.0');
+    const ref = `oci://${registry.host}/acme/mislabeled`;
+    await expect(pushPackArtifact(archive, meta, `${ref}:2.0.0`, opts)).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+    });
+    // Other tags are names, not claims: allowed.
+    const stable = await pushPackArtifact(archive, meta, `${ref}:stable`, opts);
+    expect((await resolvePackArtifact(`${ref}:stable`, opts)).meta.version).toBe('1.0.0');
+    // A registry (here the independent client) tagging the 1.0.0 manifest as 2.0.0: refused.
+    const manifest = await fetch(
+      `${registry.url}/v2/acme/mislabeled/manifests/${stable.manifestDigest}`,
+      {
+        headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+      },
+    );
+    const put = await fetch(`${registry.url}/v2/acme/mislabeled/manifests/2.0.0`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: Buffer.from(await manifest.arrayBuffer()),
+    });
+    expect(put.status).toBe(201);
+    const out = await tempDir();
+    await expect(
+      pullPackArtifact(`${ref}:2.0.0`, { ...opts, to: join(out, 'p.tgz') }),
+    ).rejects.toMatchObject({ code: 'ERR_OCI_MANIFEST_INVALID' });
+    // Without a tag the highest semver tag (2.0.0) is taken, and refused the same way.
+    await expect(resolvePackArtifact(ref, opts)).rejects.toMatchObject({
+      code: 'ERR_OCI_MANIFEST_INVALID',
+    });
+    expect(await readdir(out)).toEqual([]);
+  });
+
   it('refuses what is not there or not a pack', async () => {
     const out = await tempDir();
     await expect(
