@@ -368,11 +368,7 @@ const ASIDE = /^\.(.+)\.old-[0-9a-f]{12}$/;
  * Staging folders and temp files go; a previous version that was moved aside for `force` and
  * never replaced (killed between the two renames) is put back, never deleted.
  */
-async function recoverLeftovers(
-  parent: string,
-  stagingPrefix: string,
-  ownNames: (name: string) => boolean,
-): Promise<void> {
+async function recoverLeftovers(parent: string, stagingPrefix: string): Promise<void> {
   let names: string[];
   try {
     names = await readdir(parent);
@@ -382,7 +378,7 @@ async function recoverLeftovers(
   for (const name of names) {
     const path = join(parent, name);
     const aside = ASIDE.exec(name);
-    if (aside && ownNames(aside[1]!)) {
+    if (aside) {
       const original = join(parent, aside[1]!);
       const taken = await stat(original).then(
         () => true,
@@ -538,8 +534,11 @@ async function installSteps(
   });
   let staging: string | undefined;
   try {
-    // Holding the lock: any staging or set-aside folder here belongs to a dead or finished run.
-    await recoverLeftovers(parent, stagingPrefix, flat ? (name) => name === finalName : () => true);
+    // Holding the lock: under `<home>/agents/<slug>/` (the installer's own folder) any staging or
+    // set-aside folder belongs to a dead or finished run. With `to`, the parent is the caller's
+    // folder: nothing there is touched but what this run creates (README "Install: layout and
+    // guarantees").
+    if (!flat) await recoverLeftovers(parent, stagingPrefix);
     if (!options.force && (await exists())) throw refuseExisting();
     if (!flat && !options.allowDowngrade) await refuseDowngrade(parent, slug, version);
 
