@@ -1,5 +1,5 @@
-import { lstatSync, readlinkSync } from 'node:fs';
-import { dirname, sep } from 'node:path';
+import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
+import { dirname, join, sep } from 'node:path';
 
 /**
  * What of the host a sandbox sees (docs/sandbox.md, "Confinement"): the system directories
@@ -71,11 +71,41 @@ export interface SandboxArgsInput {
   engineStateDir: string;
   /** Extra host paths bound read-only at the same path. */
   readOnlyPaths: readonly string[];
+  /** Unix sockets inside the visible folders, hidden behind `/dev/null`. */
+  maskedSockets: readonly string[];
   /** Host folder bound read-only at `/run/packwarden` (launcher, proxy socket). */
   runtimeDir: string;
   /** Host folder bound writable at `/run/packwarden-env` (one-use environment files). */
   envDir: string;
   cwd: string;
+}
+
+/**
+ * Unix sockets that already exist inside the folders a sandbox sees (a sandbox's own frame
+ * socket in its state folder, an agent socket in a workspace) would be a way out of the
+ * `network` guarantee: each one found is covered with `/dev/null` (connecting then fails).
+ * The scan is bounded (two levels, `maxEntries` entries); a socket created later, or deeper,
+ * is not covered: keep sockets out of the workspace and the engine state folder.
+ */
+export function findSockets(roots: readonly string[], maxEntries = 4096): string[] {
+  const found: string[] = [];
+  let budget = maxEntries;
+  const walk = (dir: string, depth: number): void => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (budget-- <= 0) return;
+      const path = join(dir, entry.name);
+      if (entry.isSocket()) found.push(path);
+      else if (entry.isDirectory() && depth < 2) walk(path, depth + 1);
+    }
+  };
+  for (const root of roots) walk(root, 1);
+  return found;
 }
 
 export const SANDBOX_RUNTIME_DIR = '/run/packwarden';
@@ -102,6 +132,7 @@ export function buildSandboxArgs(input: SandboxArgsInput): string[] {
     ...input.readOnlyPaths.map((path) => ({ path, flag: '--ro-bind' })),
   ].sort((a, b) => depth(a.path) - depth(b.path));
   for (const mount of policyMounts) args.push(mount.flag, mount.path, mount.path);
+  for (const socket of input.maskedSockets) args.push('--ro-bind', '/dev/null', socket);
   args.push('--ro-bind', input.runtimeDir, SANDBOX_RUNTIME_DIR);
   args.push('--bind', input.envDir, SANDBOX_ENV_DIR);
   args.push('--chdir', input.cwd);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
 import { SandboxError } from '../errors.js';
-import { buildSandboxArgs, SANDBOX_ENV_DIR } from './bwrap-args.js';
+import { buildSandboxArgs, findSockets, SANDBOX_ENV_DIR } from './bwrap-args.js';
 import {
   environmentScript,
   LAUNCH_SCRIPT,
@@ -210,6 +210,11 @@ async function startConfinement(
       workspaceWritable: policy.workspaceWritable,
       engineStateDir: policy.engineStateDir,
       readOnlyPaths: policy.readOnlyPaths,
+      maskedSockets: findSockets([
+        policy.workspace,
+        policy.engineStateDir,
+        ...policy.readOnlyPaths,
+      ]),
       runtimeDir: hostRuntime,
       envDir,
       cwd: command.cwd,

@@ -221,6 +221,45 @@ describe('the hostile pack under isolation required', () => {
     expect(await escapes(host, listed)).toEqual([]);
   });
 
+  it('unix sockets already inside the visible folders (a frame socket in the state folder) are masked', async () => {
+    const paths = [join(host.state, 'packwarden.sock'), join(host.workspace, 'run', 'agent.sock')];
+    await mkdir(join(host.workspace, 'run'));
+    let connections = 0;
+    const servers = await Promise.all(
+      paths.map(async (path) => {
+        const server = createServer((socket) => {
+          connections++;
+          socket.destroy();
+        });
+        await new Promise<void>((resolve) => server.listen(path, resolve));
+        return server;
+      }),
+    );
+    try {
+      const confinement = await confine('required');
+      const probe = paths
+        .map(
+          (p) =>
+            `await new Promise((r) => { const s = net.connect(${JSON.stringify(p)}); s.on('connect', () => { console.log('connected'); s.end(); r(); }); s.on('error', (e) => { console.log(e.code); r(); }); });`,
+        )
+        .join('\n');
+      const result = await runCommand(
+        confinement.wrap({
+          file: process.execPath,
+          args: ['--input-type=module', '-e', `import net from 'node:net';\n${probe}`],
+          cwd: host.workspace,
+          env: host.env(),
+        }),
+      );
+      expect(result.stdout.trim().split('\n')).toHaveLength(2);
+      expect(result.stdout).not.toContain('connected');
+      expect(connections).toBe(0);
+      for (const path of paths) expect(existsSync(path)).toBe(true);
+    } finally {
+      for (const server of servers) await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('close() removes the runtime folder; a later wrap throws ERR_ISOLATION_CLOSED', async () => {
     const confinement = await confine('required');
     expect(await readdir(runtimeParent)).toHaveLength(1);
