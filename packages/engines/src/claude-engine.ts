@@ -1,11 +1,39 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { AgentManifest } from '@packwarden/pack-manifest';
 import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
+import type { CommandWrapper } from './command-wrapper.js';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
+import { readPackPrompt } from './pack-prompt.js';
 import { effectiveFileAccess } from './permissions.js';
 import { claudePermissions, type ClaudePermissionOptions } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
-import { linkedController, sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+import { linkedController, openModelRoute, sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+
+/** Where Claude Code sends model requests when the run names no server. */
+export const CLAUDE_DEFAULT_UPSTREAM = 'https://api.anthropic.com';
+
+/**
+ * Claude Code's switches for traffic that is not the model's (telemetry, error reports, update
+ * checks, feedback): off whenever the run names a model server, so an air-gapped sandbox makes no
+ * outside lookups (engines README, "Local model servers").
+ */
+export const CLAUDE_QUIET_ENV: Readonly<Record<string, string>> = Object.freeze({
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  DISABLE_TELEMETRY: '1',
+  DISABLE_ERROR_REPORTING: '1',
+  DISABLE_AUTOUPDATER: '1',
+  DISABLE_BUG_COMMAND: '1',
+  CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
+});
+
+/** Credentials Claude Code would read from its environment: never passed to it. */
+const CLAUDE_CREDENTIAL_ENV = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_AUTH_TOKEN',
+  'CLAUDE_CODE_OAUTH_TOKEN',
+];
 
 /** The options this engine gives the Claude Agent SDK's `query()` (a subset of its `Options`). */
 export interface ClaudeQueryOptions extends ClaudePermissionOptions {
@@ -14,10 +42,21 @@ export interface ClaudeQueryOptions extends ClaudePermissionOptions {
   abortController: AbortController;
   includePartialMessages: boolean;
   settingSources: ('user' | 'project' | 'local')[];
+  systemPrompt: { type: 'preset'; preset: 'claude_code'; append?: string };
   additionalDirectories?: string[];
+  spawnClaudeCodeProcess?: (options: ClaudeSpawnOptions) => ChildProcessWithoutNullStreams;
   model?: string;
   resume?: string;
   pathToClaudeCodeExecutable?: string;
+}
+
+/** What the SDK hands `spawnClaudeCodeProcess` (its `SpawnOptions`). */
+export interface ClaudeSpawnOptions {
+  command: string;
+  args: string[];
+  cwd?: string;
+  env: Record<string, string | undefined>;
+  signal: AbortSignal;
 }
 
 /** What this engine uses of `@anthropic-ai/claude-agent-sdk`. */
@@ -33,6 +72,14 @@ export interface CreateClaudeEngineOptions {
   executablePath?: string;
   /** Imports the SDK. Default `import('@anthropic-ai/claude-agent-sdk')`. */
   loadSdk?: () => Promise<ClaudeAgentSdk>;
+  /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
+  packDir?: string;
+  manifest?: AgentManifest;
+  /**
+   * Confinement: Claude Code starts through it (and so does everything it runs). With a wrapper,
+   * `workspace-write` turns may run shell commands (engines README, "Shell commands").
+   */
+  wrap?: CommandWrapper;
 }
 
 type Json = Record<string, unknown>;
@@ -145,13 +192,20 @@ class ClaudeTurn {
 
 /**
  * The `claude` engine: each turn is one `query()` of the Claude Agent SDK, which runs Claude
- * Code in the workspace. The run frame's `baseUrl` and `modelToken` reach it as
- * `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY` in its environment; the turn's file access
- * becomes its tools and permission mode; `nativeSessionId` resumes a session.
+ * Code in the workspace. The model route goes through a host-side gateway (engines README,
+ * "Model credentials"): Claude Code gets `ANTHROPIC_BASE_URL` on the gateway and a per-turn
+ * placeholder as `ANTHROPIC_API_KEY`, never the run's `modelToken`. The pack's prompt is appended
+ * to Claude Code's system prompt; the turn's file access becomes path-scoped tools and a
+ * permission mode; `nativeSessionId` resumes a session.
  */
 export async function createClaudeEngine(options: CreateClaudeEngineOptions): Promise<PackEngine> {
   const sdk = await loadEngineSdk('claude', options.loadSdk ?? importClaudeSdk);
   const baseEnv = options.baseEnv ?? process.env;
+  const packPrompt =
+    options.packDir !== undefined && options.manifest !== undefined
+      ? await readPackPrompt(options.packDir, options.manifest)
+      : undefined;
+  const { wrap } = options;
 
   return {
     id: 'claude',
@@ -163,19 +217,38 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
       for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
 
       const env = sdkChildEnvironment(baseEnv, runOptions);
+      // A credential from the base environment goes through the gateway like the run's token.
+      const token = runOptions.modelToken ?? env.ANTHROPIC_API_KEY;
+      secrets.add(token);
+      for (const name of CLAUDE_CREDENTIAL_ENV) delete env[name];
       env.CLAUDE_CONFIG_DIR ??= join(runtime.stateDir, 'claude');
       await mkdir(env.CLAUDE_CONFIG_DIR, { recursive: true });
-      if (runOptions.baseUrl !== undefined) env.ANTHROPIC_BASE_URL = runOptions.baseUrl;
-      if (runOptions.modelToken !== undefined) {
-        env.ANTHROPIC_API_KEY = runOptions.modelToken;
-        delete env.ANTHROPIC_AUTH_TOKEN;
-      }
+      const fileAccess = effectiveFileAccess(
+        runOptions.permissions?.fileAccess,
+        options.pack.fileAccess,
+      );
+      // Claude Code refuses bypassPermissions as root unless told it runs in a sandbox: a
+      // `full` turn is one the pack is allowed, and packwarden's walls are the sandbox.
+      if (fileAccess === 'full' && process.getuid?.() === 0) env.IS_SANDBOX = '1';
+      const route = await openModelRoute(
+        runOptions.baseUrl,
+        token,
+        CLAUDE_DEFAULT_UPSTREAM,
+        'x-api-key',
+      );
+      if (route.root !== undefined) env.ANTHROPIC_BASE_URL = route.root;
+      if (route.credential !== undefined) env.ANTHROPIC_API_KEY = route.credential;
+      if (route.custom) Object.assign(env, CLAUDE_QUIET_ENV);
       const model = runOptions.modelId ?? options.pack.model;
       const { controller, unlink } = linkedController(signal);
       const queryOptions: ClaudeQueryOptions = {
-        ...claudePermissions(
-          effectiveFileAccess(runOptions.permissions?.fileAccess, options.pack.fileAccess),
-        ),
+        ...claudePermissions(fileAccess, {
+          workspace: runtime.workspaceRoot,
+          ...(runOptions.additionalDirectories?.length
+            ? { additionalDirectories: runOptions.additionalDirectories }
+            : {}),
+          confined: wrap !== undefined,
+        }),
         cwd: runtime.workspaceRoot,
         env,
         abortController: controller,
@@ -183,6 +256,12 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
         // Settings files could add hooks (commands) and permission rules: the run frame's
         // permissions are the only ones.
         settingSources: [],
+        // Claude Code's own prompt (tool use, the workspace) with the pack's after it.
+        systemPrompt: {
+          type: 'preset',
+          preset: 'claude_code',
+          ...(packPrompt !== undefined ? { append: packPrompt } : {}),
+        },
         ...(runOptions.additionalDirectories?.length
           ? { additionalDirectories: [...runOptions.additionalDirectories] }
           : {}),
@@ -190,6 +269,27 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
         ...(runOptions.nativeSessionId !== undefined ? { resume: runOptions.nativeSessionId } : {}),
         ...(options.executablePath !== undefined
           ? { pathToClaudeCodeExecutable: options.executablePath }
+          : {}),
+        ...(wrap !== undefined
+          ? {
+              // Every child goes through the wrapper (confinement), never around it.
+              spawnClaudeCodeProcess: (spawnOptions: ClaudeSpawnOptions) => {
+                const childEnv: Record<string, string> = {};
+                for (const [key, value] of Object.entries(spawnOptions.env))
+                  if (value !== undefined) childEnv[key] = value;
+                const command = wrap({
+                  file: spawnOptions.command,
+                  args: spawnOptions.args,
+                  cwd: spawnOptions.cwd ?? runtime.workspaceRoot,
+                  env: childEnv,
+                });
+                return spawn(command.file, [...command.args], {
+                  cwd: command.cwd,
+                  env: command.env,
+                  signal: spawnOptions.signal,
+                });
+              },
+            }
           : {}),
       };
       const turn = new ClaudeTurn(emitter);
@@ -205,6 +305,7 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
         );
       } finally {
         unlink();
+        await route.close();
       }
       if (!signal.aborted && turn.failure !== undefined) {
         throw turnFailure(turn.failure.code, secrets.scrubText(turn.failure.message));

@@ -1,17 +1,36 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { AgentManifest } from '@packwarden/pack-manifest';
 import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
+import { readPackPrompt } from './pack-prompt.js';
 import { effectiveFileAccess } from './permissions.js';
 import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
-import { sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+import { openModelRoute, sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+
+/** Where codex sends model requests when the run names no server (its OpenAI default). */
+export const CODEX_DEFAULT_UPSTREAM = 'https://api.openai.com';
+
+/** The model provider this engine defines in codex's configuration for every routed turn. */
+export const CODEX_PROVIDER_ID = 'packwarden';
+
+/** The variable that holds the gateway's per-turn placeholder (the provider's `env_key`). */
+export const CODEX_PROVIDER_KEY_ENV = 'PACKWARDEN_MODEL_KEY';
+
+/** Credentials codex would read from its environment: never passed to it. */
+const CODEX_CREDENTIAL_ENV = ['CODEX_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'];
+
+type CodexConfigValue = string | number | boolean | CodexConfigValue[] | CodexConfig;
+/** Codex `--config` overrides, as the SDK's `config` option takes them. */
+export interface CodexConfig {
+  [key: string]: CodexConfigValue;
+}
 
 /** The options this engine gives `new Codex()` (a subset of the SDK's `CodexOptions`). */
 export interface CodexClientOptions {
   codexPathOverride?: string;
-  baseUrl?: string;
-  apiKey?: string;
+  config?: CodexConfig;
   env: Record<string, string>;
 }
 
@@ -48,6 +67,9 @@ export interface CreateCodexEngineOptions {
   executablePath?: string;
   /** Imports the SDK. Default `import('@openai/codex-sdk')`. */
   loadSdk?: () => Promise<CodexSdk>;
+  /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
+  packDir?: string;
+  manifest?: AgentManifest;
 }
 
 type Json = Record<string, unknown>;
@@ -205,6 +227,10 @@ function toolOf(
 export async function createCodexEngine(options: CreateCodexEngineOptions): Promise<PackEngine> {
   const sdk = await loadEngineSdk('codex', options.loadSdk ?? importCodexSdk);
   const baseEnv = options.baseEnv ?? process.env;
+  const packPrompt =
+    options.packDir !== undefined && options.manifest !== undefined
+      ? await readPackPrompt(options.packDir, options.manifest)
+      : undefined;
 
   return {
     id: 'codex',
@@ -227,15 +253,49 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
       for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
 
       const env = sdkChildEnvironment(baseEnv, runOptions);
+      // A credential from the base environment goes through the gateway like the run's token.
+      const token = runOptions.modelToken ?? env.CODEX_API_KEY ?? env.OPENAI_API_KEY;
+      secrets.add(token);
+      for (const name of CODEX_CREDENTIAL_ENV) delete env[name];
       env.CODEX_HOME ??= join(runtime.stateDir, 'codex');
       await mkdir(env.CODEX_HOME, { recursive: true });
+      const route = await openModelRoute(
+        runOptions.baseUrl,
+        token,
+        CODEX_DEFAULT_UPSTREAM,
+        'bearer',
+      );
+      if (route.credential !== undefined) env[CODEX_PROVIDER_KEY_ENV] = route.credential;
+      const config: CodexConfig = {};
+      if (route.root !== undefined) {
+        // A provider of our own rather than `openai_base_url`: the built-in provider first tries
+        // a WebSocket upgrade, which no local server (and not the gateway) speaks.
+        config.model_provider = CODEX_PROVIDER_ID;
+        config.model_providers = {
+          [CODEX_PROVIDER_ID]: {
+            name: 'packwarden',
+            // codex appends `/responses`; the route is a server root (engines README).
+            base_url: `${route.root}/v1`,
+            wire_api: 'responses',
+            supports_websockets: false,
+            ...(route.credential !== undefined ? { env_key: CODEX_PROVIDER_KEY_ENV } : {}),
+          },
+        };
+      }
+      if (sandboxMode === 'workspace-write') {
+        // codex's workspace-write also opens /tmp and $TMPDIR for writing by default: the
+        // workspace (and the run's additional directories) are the only writable places.
+        config.sandbox_workspace_write = { exclude_slash_tmp: true, exclude_tmpdir_env_var: true };
+      }
+      // Commands the model runs do not get even the placeholder credential.
+      config.shell_environment_policy = { exclude: [CODEX_PROVIDER_KEY_ENV] };
+      if (packPrompt !== undefined) config.developer_instructions = packPrompt;
       const codex = new sdk.Codex({
         env,
+        ...(Object.keys(config).length > 0 ? { config } : {}),
         ...(options.executablePath !== undefined
           ? { codexPathOverride: options.executablePath }
           : {}),
-        ...(runOptions.baseUrl !== undefined ? { baseUrl: runOptions.baseUrl } : {}),
-        ...(runOptions.modelToken !== undefined ? { apiKey: runOptions.modelToken } : {}),
       });
       const model = runOptions.modelId ?? options.pack.model;
       const threadOptions: CodexThreadOptions = {
@@ -266,6 +326,8 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
           'codex_failed',
           secrets.scrubText(error instanceof Error ? error.message : String(error)),
         );
+      } finally {
+        await route.close();
       }
       if (!turn.completed && turn.lastError !== undefined) {
         turn.failure ??= failure('codex_error', `Codex reported an error: ${turn.lastError}`);

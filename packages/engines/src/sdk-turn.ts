@@ -1,4 +1,11 @@
 import type { EngineRunOptions } from '@packwarden/runner-host';
+import {
+  rootString,
+  serverRoot,
+  startModelGateway,
+  type GatewayCredentialStyle,
+  type ModelGateway,
+} from './model-gateway.js';
 
 /** A turn failure the runner host turns into `failed` with this `snake_case` code. */
 export function turnFailure(code: string, message: string, retryable = false): Error {
@@ -29,4 +36,64 @@ export function linkedController(signal: AbortSignal): {
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   return { controller, unlink: () => signal.removeEventListener('abort', onAbort) };
+}
+
+/** Where an engine CLI sends its model requests for one turn, and the credential it presents. */
+export interface ModelRoute {
+  /** The server root the CLI is given (the gateway's when a token is routed), or `undefined`. */
+  root: string | undefined;
+  /** The credential the CLI is given: the gateway's per-turn placeholder, never the real token. */
+  credential: string | undefined;
+  /** Whether the run named a model server (`baseUrl`). */
+  custom: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the model route of one turn (engines README, "Model credentials"). With a token, a
+ * host-side gateway on 127.0.0.1 holds it and the CLI gets the gateway's URL and a placeholder:
+ * the token never enters the CLI's environment, files or the commands it runs. Without one, the
+ * CLI gets the server root (or its own default) and no credential. An invalid `baseUrl` fails the
+ * turn (`base_url_invalid`) before anything starts.
+ */
+export async function openModelRoute(
+  baseUrl: string | undefined,
+  token: string | undefined,
+  defaultUpstream: string,
+  style: GatewayCredentialStyle,
+): Promise<ModelRoute> {
+  const root = baseUrl === undefined ? undefined : serverRoot(baseUrl);
+  if (baseUrl !== undefined && root === undefined) {
+    throw turnFailure(
+      'base_url_invalid',
+      "the run frame's baseUrl is not an http(s) URL without credentials, query or fragment",
+    );
+  }
+  if (token === undefined || token === '') {
+    return {
+      root: root === undefined ? undefined : rootString(root),
+      credential: undefined,
+      custom: root !== undefined,
+      close: async () => {},
+    };
+  }
+  let gateway: ModelGateway;
+  try {
+    gateway = await startModelGateway({
+      upstream: root === undefined ? defaultUpstream : rootString(root),
+      token,
+      style,
+    });
+  } catch (error) {
+    throw turnFailure(
+      'model_gateway_failed',
+      `the model gateway did not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return {
+    root: gateway.url,
+    credential: gateway.placeholder,
+    custom: root !== undefined,
+    close: () => gateway.close(),
+  };
 }

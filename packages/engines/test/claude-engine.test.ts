@@ -27,12 +27,12 @@ async function claudeTurnSetup(scenario: string, fileAccess?: string) {
 }
 
 describe('the claude engine (Claude Agent SDK against a stand-in Claude Code)', () => {
-  test('routing: baseUrl and modelToken reach ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY only; text, thinking and the session id', async () => {
+  test('routing: Claude Code gets the gateway and a placeholder, never the token; text, thinking and the session id', async () => {
     const { engine, runtime, records, s } = await claudeTurnSetup('text', 'workspace-write');
     expect(engine.id).toBe('claude');
     const { events, outcome } = await s.run({
       message: 'hello there',
-      baseUrl: 'http://gateway.test:4000',
+      baseUrl: 'http://gateway.test:4000/v1',
       modelToken: TOKEN,
       modelId: 'claude-run-model',
       turnEnv: { TURN_VAR: 'turn-value-1' },
@@ -51,11 +51,11 @@ describe('the claude engine (Claude Agent SDK against a stand-in Claude Code)', 
 
     const [record, ...more] = records();
     expect(more).toEqual([]);
-    expect(record?.env.ANTHROPIC_BASE_URL).toBe('http://gateway.test:4000');
-    expect(record?.env.ANTHROPIC_API_KEY).toBe(TOKEN);
-    expect(Object.entries(record?.env ?? {}).filter(([, value]) => value.includes(TOKEN))).toEqual([
-      ['ANTHROPIC_API_KEY', TOKEN],
-    ]);
+    // The host-side gateway on loopback, with a per-turn placeholder (engines README).
+    expect(record?.env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(record?.env.ANTHROPIC_API_KEY).toMatch(/^pw-turn-[0-9a-f]{48}$/);
+    expect(Object.values(record?.env ?? {}).filter((value) => value.includes(TOKEN))).toEqual([]);
+    expect(record?.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe('1');
     expect(record?.argv.join(' ')).not.toContain(TOKEN);
     expect(record?.env.TURN_VAR).toBe('turn-value-1');
     expect(record?.env.CLAUDE_CONFIG_DIR).toBe(`${runtime.stateDir}/claude`);
@@ -70,8 +70,9 @@ describe('the claude engine (Claude Agent SDK against a stand-in Claude Code)', 
     await s.close();
   });
 
-  test('permissions: none / read-only / workspace-write / full become tools and a permission mode', async () => {
-    const { records, s } = await claudeTurnSetup('text', 'full');
+  test('permissions: none / read-only / workspace-write / full become path-scoped tools and a permission mode', async () => {
+    const { records, runtime, s } = await claudeTurnSetup('text', 'full');
+    const ws = runtime.workspaceRoot;
     for (const fileAccess of ['none', 'read', 'write'] as const) {
       const { outcome } = await s.run({ message: 'x', permissions: { fileAccess } });
       expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
@@ -86,11 +87,19 @@ describe('the claude engine (Claude Agent SDK against a stand-in Claude Code)', 
     }));
     expect(seen).toEqual([
       { tools: '', allowed: undefined, mode: 'dontAsk', skip: false },
-      { tools: 'Read,Glob,Grep', allowed: 'Read,Glob,Grep', mode: 'dontAsk', skip: false },
+      {
+        tools: 'Read,Glob,Grep',
+        allowed: `Read(/${ws}/**),Glob(/${ws}/**),Grep(/${ws}/**)`,
+        mode: 'dontAsk',
+        skip: false,
+      },
       {
         tools: 'Read,Glob,Grep,Edit,Write,NotebookEdit',
-        allowed: 'Read,Glob,Grep,Edit,Write,NotebookEdit',
-        mode: 'acceptEdits',
+        allowed: [
+          `Read(/${ws}/**),Glob(/${ws}/**),Grep(/${ws}/**)`,
+          `Edit(/${ws}/**),Write(/${ws}/**),NotebookEdit(/${ws}/**)`,
+        ].join(','),
+        mode: 'dontAsk',
         skip: false,
       },
       { tools: 'default', allowed: undefined, mode: 'bypassPermissions', skip: true },

@@ -26,7 +26,7 @@ const configs = (argv: readonly string[]) =>
   argv.flatMap((arg, i) => (argv[i - 1] === '--config' ? [arg] : []));
 
 describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
-  test('routing: baseUrl as openai_base_url, modelToken only in CODEX_API_KEY; text, reasoning and the thread id', async () => {
+  test('routing: a provider of our own on the gateway, a placeholder in its env_key, never the token; text, reasoning and the thread id', async () => {
     const { engine, runtime, records, s } = await codexTurnSetup('text', 'workspace-write');
     expect(engine.id).toBe('codex');
     const { events, outcome } = await s.run({
@@ -53,12 +53,22 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
     expect(more).toEqual([]);
     const argv = record?.argv ?? [];
     expect(argv.slice(0, 2)).toEqual(['exec', '--experimental-json']);
-    expect(configs(argv)).toContain('openai_base_url="http://gateway.test:4000/v1"');
-    expect(configs(argv)).toContain('approval_policy="never"');
-    expect(record?.env.CODEX_API_KEY).toBe(TOKEN);
-    expect(Object.entries(record?.env ?? {}).filter(([, value]) => value.includes(TOKEN))).toEqual([
-      ['CODEX_API_KEY', TOKEN],
-    ]);
+    const config = configs(argv);
+    expect(config).toContain('model_provider="packwarden"');
+    const baseUrl = config.find((entry) =>
+      entry.startsWith('model_providers.packwarden.base_url='),
+    );
+    expect(baseUrl).toMatch(
+      /^model_providers\.packwarden\.base_url="http:\/\/127\.0\.0\.1:\d+\/v1"$/,
+    );
+    expect(config).toContain('model_providers.packwarden.wire_api="responses"');
+    expect(config).toContain('model_providers.packwarden.supports_websockets=false');
+    expect(config).toContain('model_providers.packwarden.env_key="PACKWARDEN_MODEL_KEY"');
+    expect(config.some((entry) => entry.startsWith('openai_base_url'))).toBe(false);
+    expect(config).toContain('approval_policy="never"');
+    expect(record?.env.PACKWARDEN_MODEL_KEY).toMatch(/^pw-turn-[0-9a-f]{48}$/);
+    expect(record?.env.CODEX_API_KEY).toBeUndefined();
+    expect(Object.values(record?.env ?? {}).filter((value) => value.includes(TOKEN))).toEqual([]);
     expect(argv.join(' ')).not.toContain(TOKEN);
     expect(record?.env.TURN_VAR).toBe('turn-value-1');
     expect(record?.env.CODEX_HOME).toBe(`${runtime.stateDir}/codex`);

@@ -1,0 +1,98 @@
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parsePackManifest, type AgentManifest } from '@packwarden/pack-manifest';
+import { tempDir } from './helpers.js';
+
+/** The token the run frame carries: it must reach the fake model server and nothing else. */
+export const REAL_TOKEN = 'sk-real-model-token-7f3a9c1e5b';
+
+const packageDir = new URL('..', import.meta.url).pathname;
+
+/**
+ * The native CLI each SDK runs, resolved the way the SDK does (from the SDK's own folder). The
+ * real-CLI tests fail here, naming the package, when the workspace install dropped it.
+ */
+export function nativeCli(engine: 'claude' | 'codex'): string {
+  // Each SDK looks for its native package next to itself (pnpm: in its own node_modules).
+  const chain =
+    engine === 'claude'
+      ? ['@anthropic-ai/claude-agent-sdk', '@anthropic-ai/claude-agent-sdk-linux-x64']
+      : ['@openai/codex-sdk', '@openai/codex', '@openai/codex-linux-x64'];
+  let dir = packageDir;
+  for (const name of chain) {
+    const here = join(dir, 'node_modules', name);
+    const next = existsSync(here) ? realpathSync(here) : undefined;
+    if (next === undefined) {
+      throw new Error(
+        `the ${engine} engine's native CLI for linux-x64 is not installed (${name} not found from ${dir}): run pnpm install without dropping it (pnpm-workspace.yaml ignoredOptionalDependencies)`,
+      );
+    }
+    // The next package sits in the node_modules folder that holds this one.
+    dir = name.startsWith('@') ? dirname(dirname(dirname(next))) : dirname(dirname(next));
+    if (name === chain.at(-1)) return next;
+  }
+  throw new Error('unreachable');
+}
+
+const stateTemps: string[] = [];
+
+/**
+ * A state dir outside /tmp: codex's Linux sandbox mounts its own /tmp, which would hide the
+ * helper it starts from CODEX_HOME (packwarden's state lives under $PACKWARDEN_HOME, not /tmp).
+ */
+export function stateDir(): string {
+  const root = '/var/tmp';
+  mkdirSync(root, { recursive: true });
+  const dir = mkdtempSync(join(root, 'pw-engines-state-'));
+  stateTemps.push(dir);
+  return dir;
+}
+
+export function cleanStateDirs(): void {
+  stateTemps.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+}
+
+/** Every file under `dir` whose bytes contain `needle` (the token left on disk?). */
+export function filesContaining(dir: string, needle: string): string[] {
+  const found: string[] = [];
+  const walk = (path: string) => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      const child = join(path, entry.name);
+      if (entry.isDirectory()) walk(child);
+      else if (entry.isFile() && readFileSync(child).includes(needle)) found.push(child);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+/** A pack folder with a system prompt file and an `AGENTS.md`, and its manifest. */
+export function promptPack(
+  engine: 'claude' | 'codex',
+  system: string,
+  agents: string,
+): { packDir: string; manifest: AgentManifest } {
+  const packDir = tempDir();
+  const yaml = `apiVersion: agenthippo.ai/v1
+kind: Agent
+metadata: {name: prompt-pack, version: 1.0.0}
+spec:
+  engine: ${engine}
+  prompts: {system: prompts/system.md}
+  permissions: {fileAccess: workspace-write}
+`;
+  writeFileSync(join(packDir, 'agent.yaml'), yaml);
+  mkdirSync(join(packDir, 'prompts'));
+  writeFileSync(join(packDir, 'prompts', 'system.md'), system);
+  writeFileSync(join(packDir, 'AGENTS.md'), agents);
+  return { packDir, manifest: parsePackManifest(yaml) };
+}
