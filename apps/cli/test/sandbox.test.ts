@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -370,33 +371,35 @@ describe('packwarden sandbox', () => {
       `--greeting hi terse read-only cwd=${join(state, 'workspace')} message=hello`,
     );
     expect(events.find((e) => e.type === 'tool_end')).toMatchObject({ output: ['.packwarden'] });
-    let pid = 0;
+    // Confined, the command's pid is the one of its own PID namespace: find it on the host by
+    // its working directory (the workspace), the way an operator would.
+    const workspace = join(state, 'workspace');
+    const inWorkspace = () =>
+      readdirSync('/proc').filter((entry) => {
+        if (!/^\d+$/.test(entry) || Number(entry) === sandbox.child.pid) return false;
+        try {
+          return (
+            readlinkSync(`/proc/${entry}/cwd`) === workspace &&
+            !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${entry}/stat`, 'utf8'))
+          );
+        } catch {
+          return false;
+        }
+      });
+    let sleeping = false;
     const controller = new AbortController();
     const cancelled = sandbox.run(
       { message: 'sleep' },
       {
         signal: controller.signal,
-        onEvent: (e) => {
-          if (e.type === 'text') pid = Number(e.delta.split(' ')[1]);
-        },
+        onEvent: (e) => (sleeping ||= e.type === 'text'),
       },
     );
-    await until(() => pid > 0, 10_000, 'the command to start');
+    await until(() => sleeping && inWorkspace().length > 0, 10_000, 'the command to start');
     controller.abort();
     expect((await cancelled).outcome).toMatchObject({ type: 'result', stopReason: 'cancelled' });
     // It ignored SIGTERM: the process group's SIGKILL (after half the cancel grace) ended it.
-    await until(
-      () => {
-        try {
-          process.kill(pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      2000,
-      'the command to be killed',
-    );
+    await until(() => inWorkspace().length === 0, 3000, 'the command to be killed');
     await sandbox.client.shutdown();
     expect(await sandbox.exit).toBe(0);
   });
@@ -803,6 +806,124 @@ describe('socket mode: engines belong to one session', () => {
     } finally {
       server.child.kill('SIGTERM');
       await server.exit;
+    }
+  });
+});
+
+describe('confinement (--isolation)', () => {
+  const noBwrapEnv = () => ({ ...baseEnv(), PATH: '/nonexistent-bin' });
+
+  /** An exec pack that reports whether it can read `file` and leaves a canary in its workspace. */
+  function readerPack(file: string): string {
+    return execPack(
+      dir(),
+      'reader',
+      `touch ran-canary 2>/dev/null
+if cat '${file}' > /dev/null 2>&1; then v=readable; else v=unreadable; fi
+echo "{\\"type\\":\\"text\\",\\"delta\\":\\"$v\\"}"`,
+    );
+  }
+
+  test('required without bubblewrap exits 8 before any pack code runs, naming the guarantee', () => {
+    const secret = join(dir(), 'host-secret.txt');
+    writeFileSync(secret, 'host secret');
+    const state = dir();
+    const result = packwarden(
+      [
+        'sandbox',
+        '--agent',
+        readerPack(secret),
+        '--stdio',
+        '--state-dir',
+        state,
+        '--isolation',
+        'required',
+      ],
+      noBwrapEnv(),
+    );
+    expect(result.status).toBe(8);
+    expect(result.stderr).toMatch(/fs-read|fs-write|network|processes/);
+    expect(existsSync(join(state, 'workspace', 'ran-canary'))).toBe(false);
+    const viaRun = packwarden(['run', readerPack(secret), 'hi', '--state-dir', dir()], {
+      ...noBwrapEnv(),
+      PACKWARDEN_ISOLATION: 'required',
+    });
+    expect(viaRun.status).toBe(8);
+  });
+
+  test('auto without bubblewrap runs and says so once: stderr and warning{isolation_degraded}', async () => {
+    const sandbox = startSandbox(['--agent', probePack, '--state-dir', dir()], noBwrapEnv());
+    const first = await sandbox.run({ message: 'hello' });
+    const second = await sandbox.run({ message: 'again' });
+    await sandbox.client.shutdown();
+    const warnings = [...first.events, ...second.events].filter(
+      (event) => event.type === 'warning' && event.code === 'isolation_degraded',
+    );
+    expect(warnings).toHaveLength(1);
+    expect(sandbox.stderr().match(/isolation is degraded/g)).toHaveLength(1);
+  });
+
+  test('an unknown PACKWARDEN_ISOLATION is exit 2, never a fallback', () => {
+    const env = { ...baseEnv(), PACKWARDEN_ISOLATION: 'strict' };
+    expect(
+      packwarden(['sandbox', '--agent', probePack, '--stdio', '--state-dir', dir()], env).status,
+    ).toBe(2);
+    expect(packwarden(['run', probePack, 'hi', '--state-dir', dir()], env).status).toBe(2);
+    expect(packwarden(['run', probePack, 'hi', '--isolation', 'strict']).status).toBe(2);
+  });
+
+  test('sandbox doctor --json: the documented shape; exit 8 when bubblewrap is missing', () => {
+    const missing = packwarden(['sandbox', 'doctor', '--json'], noBwrapEnv());
+    expect(missing.status).toBe(8);
+    const report = JSON.parse(missing.stdout) as {
+      schemaVersion: number;
+      guarantees: { id: string; status: string }[];
+    };
+    expect(report.schemaVersion).toBe(1);
+    expect(report.guarantees.map((g) => g.id).sort()).toEqual([
+      'fs-read',
+      'fs-write',
+      'network',
+      'processes',
+    ]);
+    expect(report.guarantees.every((g) => g.status === 'unavailable')).toBe(true);
+  });
+
+  const doctor = packwarden(['sandbox', 'doctor', '--json']);
+  const confinable = doctor.status === 0;
+
+  test('sandbox doctor here: exit 0 and every guarantee enforced, or exit 8 naming what is not', () => {
+    const report = JSON.parse(doctor.stdout) as { guarantees: { status: string }[] };
+    expect(doctor.status).toBe(report.guarantees.every((g) => g.status === 'enforced') ? 0 : 8);
+  });
+
+  test('every engine child goes through the wrapper: exec and custom engines cannot read a host file outside', async () => {
+    // Where bubblewrap cannot confine (the doctor said so), required must refuse instead.
+    const secret = join(dir(), 'host-secret.txt');
+    writeFileSync(secret, 'host secret');
+    const modes = confinable ? ['required', 'off'] : ['off'];
+    for (const mode of modes) {
+      const expected = mode === 'off' ? 'readable' : 'unreadable';
+      const exec = startSandbox([
+        '--agent',
+        readerPack(secret),
+        '--state-dir',
+        dir(),
+        '--isolation',
+        mode,
+      ]);
+      expect(textOf((await exec.run({ message: 'x' })).events).trim()).toBe(expected);
+      await exec.client.shutdown();
+      const custom = startSandbox([
+        '--agent',
+        probePack,
+        '--state-dir',
+        dir(),
+        '--isolation',
+        mode,
+      ]);
+      expect(textOf((await custom.run({ message: `read:${secret}` })).events)).toBe(expected);
+      await custom.client.shutdown();
     }
   });
 });

@@ -146,6 +146,7 @@ function loadBuiltInEngine(
     const sdkOptions = {
       pack,
       ...(options.env !== undefined ? { baseEnv: options.env } : {}),
+      ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
       ...(options[id]?.executablePath !== undefined
         ? { executablePath: options[id].executablePath }
         : {}),

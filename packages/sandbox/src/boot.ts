@@ -4,6 +4,8 @@ import { loadPackManifest, resolvePack, type AgentManifest } from '@packwarden/p
 import { verifyPack, type PackVerified } from '@packwarden/pack-signature';
 import { selectTrustedKey, type PackTrustRoot } from '@packwarden/trust-root';
 import { engineAdmission } from './engine-admission.js';
+import type { SandboxConfinement } from './confine.js';
+import type { Confinement } from './isolation/index.js';
 import { SandboxError } from './errors.js';
 import { assertNoOverlap, replaceWithCopy } from './pack-copy.js';
 import type { SandboxState } from './state.js';
@@ -23,6 +25,13 @@ export interface BootPackOptions {
   engineEnv: Record<string, string>;
   /** Kill grace of `exec` commands after a cancel. */
   execKillGraceMs: number;
+  /**
+   * Sets up confinement once the verified manifest is known and before any engine code loads;
+   * its `wrap` rewrites every engine child. Absent: no confinement.
+   */
+  confine?: (input: { packDir: string; manifest: AgentManifest }) => Promise<SandboxConfinement>;
+  /** Custom engines: logs that belong to no run. */
+  onEngineLog?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
   log: SandboxLogger;
 }
 
@@ -32,6 +41,10 @@ export interface BootedPack {
   manifest: AgentManifest;
   /** The verification of that copy, when a signature was required. */
   verification?: PackVerified;
+  /** The confinement every engine child runs in (close it when the sandbox ends). */
+  confinement?: Confinement;
+  /** What confinement does not enforce (the `isolation_degraded` warning); absent when all is. */
+  degraded?: string;
   /** The engine's id and display name (for `welcome`). */
   engine: { id: string; displayName: string };
   /** A new engine for the pack (one per session), under the rule of what may load. */
@@ -70,23 +83,49 @@ export async function bootPack(options: BootPackOptions): Promise<BootedPack> {
   await assertNoOverlap(resolved.dir, join(state.workspace, ...segments), 'the workspace sync');
   await replaceWithCopy(packDir, state.workspace, segments, 'the workspace sync');
 
-  const loadOptions: LoadPackEngineOptions = {
-    packDir,
-    manifest,
-    home: state.packwardenHome,
-    env: options.engineEnv,
-    // An exec command that ignores SIGTERM is killed well before the host gives up on it.
-    exec: { killGraceMs: options.execKillGraceMs },
-    admit: engineAdmission({ requireSigned: options.requireSigned }),
-  };
-  const createEngine = () => loadPackEngine(loadOptions);
-  // Load once now, so that a missing or refused engine fails the boot, not the first turn.
-  let spare: PackEngine | undefined = await createEngine();
+  // Confinement is decided before any engine code loads, from the verified manifest.
+  const confined = await options.confine?.({ packDir, manifest });
+  const confinement = confined?.confinement;
+  try {
+    const loadOptions: LoadPackEngineOptions = {
+      packDir,
+      manifest,
+      home: state.packwardenHome,
+      env: options.engineEnv,
+      // An exec command that ignores SIGTERM is killed well before the host gives up on it.
+      exec: { killGraceMs: options.execKillGraceMs },
+      admit: engineAdmission({ requireSigned: options.requireSigned }),
+      ...(confinement !== undefined && confinement.mode !== 'off'
+        ? { wrap: confinement.wrap }
+        : {}),
+      ...(options.onEngineLog !== undefined ? { onLog: options.onEngineLog } : {}),
+    };
+    const createEngine = () => loadPackEngine(loadOptions);
+    // Load once now, so that a missing or refused engine fails the boot, not the first turn.
+    const spare: PackEngine = await createEngine();
+    const result = booted(packDir, manifest, verification, confinement, spare, createEngine);
+    return confined?.degraded !== undefined ? { ...result, degraded: confined.degraded } : result;
+  } catch (error) {
+    await confinement?.close();
+    throw error;
+  }
+}
+
+function booted(
+  packDir: string,
+  manifest: AgentManifest,
+  verification: PackVerified | undefined,
+  confinement: Confinement | undefined,
+  first: PackEngine,
+  createEngine: () => Promise<PackEngine>,
+): BootedPack {
+  let spare: PackEngine | undefined = first;
   return {
     packDir,
     manifest,
+    ...(confinement !== undefined ? { confinement } : {}),
     ...(verification !== undefined ? { verification } : {}),
-    engine: { id: spare.id, displayName: spare.displayName },
+    engine: { id: first.id, displayName: first.displayName },
     async createEngine() {
       const engine = spare ?? (await createEngine());
       spare = undefined;

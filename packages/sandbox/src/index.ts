@@ -11,6 +11,8 @@ export { applyStateEnvironment, createSandboxState, CREDENTIAL_VARIABLES } from 
 export type { SandboxState } from './state.js';
 export { ENGINE_ENV_ALLOWED, engineEnvironment, pruneEnvironment } from './engine-env.js';
 export { engineAdmission } from './engine-admission.js';
+export { confineSandbox, ISOLATION_MODES } from './confine.js';
+export type { SandboxConfinement } from './confine.js';
 export {
   assertNoOverlap,
   copyPackTree,

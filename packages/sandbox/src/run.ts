@@ -18,6 +18,7 @@ import {
   type WelcomeFrame,
 } from '@packwarden/runner-host';
 import { SandboxError } from './errors.js';
+import type { IsolationMode } from './isolation/index.js';
 import { SANDBOX_LIMITS } from './limits.js';
 
 type Env = Record<string, string | undefined>;
@@ -80,6 +81,8 @@ export interface RunInSandboxOptions {
   workspace?: string;
   /** Default `PACKWARDEN_REQUIRE_SIGNED_PACK` of `env`. */
   requireSignedPack?: boolean;
+  /** Passed to the sandbox as `--isolation`; absent: the sandbox's default (`auto`). */
+  isolation?: IsolationMode;
   /** The model route and id of the turn: sent only in the run frame. */
   baseUrl?: string;
   modelToken?: string;
@@ -141,6 +144,7 @@ export async function runInSandbox(
     '--workspace',
     workspace,
     ...(requireSigned ? ['--require-signed-pack'] : []),
+    ...(options.isolation !== undefined ? ['--isolation', options.isolation] : []),
     ...(options.sandboxArgs ?? []),
   ];
   // Detached: a terminal's Ctrl-C reaches only the driver, which turns it into a cancel frame.

@@ -13,6 +13,8 @@ import {
 } from '@packwarden/runner-host';
 import { loadPackTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
 import { bootPack, type BootedPack, type SandboxLogger } from './boot.js';
+import { confineSandbox, ISOLATION_MODES } from './confine.js';
+import type { IsolationMode } from './isolation/index.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
 import { sessionEngine } from './session-engine.js';
@@ -49,6 +51,13 @@ export interface ServeSandboxOptions {
   log?: SandboxLogger;
   /** Aborting it closes gracefully: active runs end `cancelled`, each session gets `bye`. */
   signal?: AbortSignal;
+  /**
+   * Confinement of every engine child (docs/sandbox.md, "Confinement"): `required` refuses boot
+   * with `ERR_ISOLATION_UNAVAILABLE` when a guarantee cannot be enforced, `auto` confines what it
+   * can and reports the rest once (`log` and a `warning{code:"isolation_degraded"}` per session),
+   * `off` runs commands as given. Default `auto`.
+   */
+  isolation?: IsolationMode;
   /** Called once the pack is booted (verified, synced, engine loaded), before any session. */
   onBooted?: (booted: BootedPack, state: SandboxState) => void;
 }
@@ -118,6 +127,9 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     options.workspace === undefined ? undefined : resolve(cwd, options.workspace),
   );
   applyStateEnvironment(env, state);
+  const isolation = options.isolation ?? 'auto';
+  if (!ISOLATION_MODES.includes(isolation))
+    throw new SandboxError('ERR_INVALID_OPTIONS', 'isolation must be required, auto or off');
   const booted = await bootPack({
     agent: options.agent,
     cwd,
@@ -127,8 +139,13 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     trustRoot,
     engineEnv: engineEnvironment(env),
     execKillGraceMs: Math.floor(cancelGraceMs / 2),
+    confine: ({ packDir, manifest }) =>
+      confineSandbox(isolation, { packDir, manifest, state }, trustEnv),
+    onEngineLog: (level, message) => log(level, message),
     log,
   });
+  if (booted.degraded !== undefined) log('warn', booted.degraded);
+  else if (isolation === 'off') log('info', 'isolation is off: engine commands run unconfined');
   // From here on pack code may run: it sees only the allow-listed environment.
   pruneEnvironment(env);
   process.chdir(state.workspace);
@@ -141,6 +158,12 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
       () => booted.createEngine(),
       state.workspace,
       secrets,
+      {
+        ...(booted.degraded !== undefined ? { degraded: booted.degraded } : {}),
+        ...(booted.confinement !== undefined
+          ? { allowModelOrigin: (origin: string) => booted.confinement?.allowModelOrigin(origin) }
+          : {}),
+      },
     );
     return {
       engine,
@@ -205,5 +228,6 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     }
   } finally {
     options.signal?.removeEventListener('abort', stopAll);
+    await booted.confinement?.close();
   }
 }

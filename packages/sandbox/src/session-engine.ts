@@ -21,8 +21,10 @@ export function sessionEngine(
   take: () => Promise<PackEngine>,
   workspace: string,
   secrets: SecretSet,
+  confinement: { degraded?: string; allowModelOrigin?: (origin: string) => void } = {},
 ): SessionEngine {
   let warned = false;
+  let degradedSaid = false;
   let engine: Promise<PackEngine> | undefined;
   let loaded: PackEngine | undefined;
   const get = () => {
@@ -47,6 +49,12 @@ export function sessionEngine(
           `the sandbox works in its own workspace ${workspace}; the run frame's workspaceRoot ${JSON.stringify(options.workspaceRoot)} is ignored`,
         );
       }
+      if (!degradedSaid && confinement.degraded !== undefined) {
+        degradedSaid = true;
+        await emitter.warning('isolation_degraded', confinement.degraded);
+      }
+      // The run's model gateway stays reachable through the confinement's proxy.
+      if (options.baseUrl !== undefined) confinement.allowModelOrigin?.(options.baseUrl);
       const current = await get();
       process.chdir(workspace);
       return current.stream(message, options, emitter, runtime, signal);

@@ -9,7 +9,7 @@ import { CliError, EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { VERSION } from '../version.js';
 import type { RunFlags } from './sandbox.js';
-import { modelTokenFrom, requireSignedPack } from './sandbox-flags.js';
+import { isolationMode, modelTokenFrom, requireSignedPack } from './sandbox-flags.js';
 import { humanRenderer, jsonRenderer, type TurnRenderer } from './run-render.js';
 
 /** Exit code of a cancelled turn, as for a process ended by SIGINT. */
@@ -64,6 +64,7 @@ export async function runPack(
 ): Promise<number> {
   const baseUrl = flags.baseUrl ?? readPackwardenEnv(io.env, 'BASE_URL');
   const requireSigned = requireSignedPack(io, flags.requireSignedPack);
+  const isolation = isolationMode(io, flags.isolation);
   const modelToken = await modelTokenFrom(io, flags, readPackwardenEnv(io.env, 'MODEL_TOKEN'));
 
   const cancel = new AbortController();
@@ -92,6 +93,7 @@ export async function runPack(
       ...(flags.stateDir !== undefined ? { stateDir: flags.stateDir } : {}),
       ...(flags.workspace !== undefined ? { workspace: flags.workspace } : {}),
       requireSignedPack: requireSigned,
+      isolation,
       ...(baseUrl !== undefined ? { baseUrl } : {}),
       ...(modelToken !== undefined ? { modelToken } : {}),
       ...(flags.model !== undefined ? { modelId: flags.model } : {}),

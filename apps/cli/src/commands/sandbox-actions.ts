@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import { describePackRefusal, PACK_VERIFICATION_EXIT_CODES } from '@packwarden/pack-signature';
-import { isSandboxError, serveSandbox } from '@packwarden/sandbox';
+import { isSandboxError, runDoctor, serveSandbox } from '@packwarden/sandbox';
 import { CliError, EXIT } from '../errors.js';
-import type { CliIo } from '../io.js';
+import { printJson, type CliIo } from '../io.js';
 import { VERSION } from '../version.js';
 import type { SandboxFlags } from './sandbox.js';
-import { requireSignedPack } from './sandbox-flags.js';
+import { isolationMode, requireSignedPack } from './sandbox-flags.js';
 import { loadTrustRootOrExit } from './verify-actions.js';
 
 function log(level: string, message: string): void {
@@ -24,8 +24,18 @@ function nonNegativeInteger(value: string | undefined, name: string, fallback: n
   return number;
 }
 
+/** Exit code when isolation is required and a guarantee cannot be enforced (docs/sandbox.md). */
+export const EXIT_ISOLATION_UNAVAILABLE = 8;
+
 /** Library errors of the sandbox that end with another exit code than 1. */
 function exitFor(error: unknown): never {
+  if (isSandboxError(error) && error.code === 'ERR_ISOLATION_UNAVAILABLE') {
+    throw new CliError(
+      error.message,
+      EXIT_ISOLATION_UNAVAILABLE,
+      'run "packwarden sandbox doctor" to see which guarantee fails and why; --isolation auto runs with what can be enforced',
+    );
+  }
   if (isSandboxError(error) && error.code === 'ERR_SIGNATURE_REFUSED' && error.verification) {
     const verification = error.verification;
     throw new CliError(
@@ -43,12 +53,15 @@ function exitFor(error: unknown): never {
  * command, never in-process.
  */
 export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
+  if (flags.agent === undefined)
+    throw new CliError("required option '--agent <pack>' not specified", EXIT.usage);
   if ((flags.socket === undefined) === (flags.stdio !== true))
     throw new CliError('give exactly one of --socket PATH and --stdio', EXIT.usage);
   if (io.stdout !== process.stdout)
     throw new CliError('packwarden sandbox owns its process: run it as a command', EXIT.usage);
   const cancelGraceMs = nonNegativeInteger(flags.cancelGraceMs, '--cancel-grace-ms', 5000);
   const requireSigned = requireSignedPack(io, flags.requireSignedPack);
+  const isolation = isolationMode(io, flags.isolation);
   // The trust root is read from the environment the sandbox started with, and never cached on
   // disk: the state dir is writable by pack code (docs/sandbox.md, "Trust root").
   const startEnv = { ...io.env };
@@ -69,6 +82,7 @@ export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
       ...(flags.workspace !== undefined ? { workspace: flags.workspace } : {}),
       cwd: io.cwd,
       requireSignedPack: requireSigned,
+      isolation,
       trustRoot: () => loadTrustRootOrExit(trustIo, flags, { cacheDir: false }),
       cancelGraceMs,
       host: { name: 'packwarden sandbox', version: VERSION },
@@ -90,4 +104,31 @@ export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
   }
   // The session is over and its output flushed; engines may have left timers or handles behind.
   process.exit(EXIT.ok);
+}
+
+/** `packwarden sandbox doctor [--json]`: exit 0 when every guarantee is enforced, 8 otherwise. */
+export async function sandboxDoctor(io: CliIo, flags: { json?: boolean }): Promise<number> {
+  const report = await runDoctor({ env: io.env });
+  const enforced = report.guarantees.every((guarantee) => guarantee.status === 'enforced');
+  if (flags.json === true) {
+    printJson(io, { ...report });
+  } else {
+    for (const guarantee of report.guarantees) {
+      const detail =
+        guarantee.status === 'enforced'
+          ? guarantee.by !== undefined
+            ? ` by ${guarantee.by}`
+            : ''
+          : guarantee.reason !== undefined
+            ? `: ${guarantee.reason}`
+            : '';
+      io.stdout.write(`${guarantee.id.padEnd(10)} ${guarantee.status}${detail}\n`);
+    }
+    io.stdout.write(
+      enforced
+        ? 'every guarantee is enforced\n'
+        : 'not every guarantee is enforced: --isolation required will refuse to run (exit 8)\n',
+    );
+  }
+  return enforced ? EXIT.ok : EXIT_ISOLATION_UNAVAILABLE;
 }

@@ -1,8 +1,9 @@
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { readPackwardenFlag } from '@packwarden/pack-manifest';
+import { readPackwardenEnv, readPackwardenFlag } from '@packwarden/pack-manifest';
 import { CliError, EXIT } from '../errors.js';
 import type { CliIo } from '../io.js';
+import type { IsolationFlag } from './sandbox.js';
 
 /** A model token is a credential, not a document: anything longer is a mistake (the wrong file). */
 const MAX_TOKEN_BYTES = 64 * 1024;
@@ -96,4 +97,25 @@ export async function modelTokenFrom(
     return flags.modelToken;
   }
   return fromEnv;
+}
+
+const ISOLATION_MODES: readonly IsolationFlag[] = ['required', 'auto', 'off'];
+
+/**
+ * `--isolation`, else `PACKWARDEN_ISOLATION`, else `auto`. An unknown value in the environment is
+ * a usage error (exit 2): a security setting never falls back silently.
+ */
+export function isolationMode(io: CliIo, flag: IsolationFlag | undefined): IsolationFlag {
+  if (flag !== undefined) return flag;
+  const value = readPackwardenEnv(io.env, 'ISOLATION');
+  if (value === undefined) return 'auto';
+  const mode = value.trim().toLowerCase() as IsolationFlag;
+  if (!ISOLATION_MODES.includes(mode)) {
+    throw new CliError(
+      `PACKWARDEN_ISOLATION=${JSON.stringify(value.slice(0, 40))} is not an isolation mode`,
+      EXIT.usage,
+      'set it to required, auto or off, or unset it (auto)',
+    );
+  }
+  return mode;
 }

@@ -11,6 +11,16 @@ export interface SandboxFlags extends TrustFlags {
   workspace?: string;
   requireSignedPack?: boolean;
   cancelGraceMs?: string;
+  isolation?: IsolationFlag;
+}
+
+export type IsolationFlag = 'required' | 'auto' | 'off';
+
+function isolationOption(): Option {
+  return new Option(
+    '--isolation <mode>',
+    'confine pack code: required (refuse with exit 8 when a guarantee cannot be enforced), auto, off (default $PACKWARDEN_ISOLATION or auto)',
+  ).choices(['required', 'auto', 'off']);
 }
 
 export interface RunFlags extends TrustFlags {
@@ -23,15 +33,17 @@ export interface RunFlags extends TrustFlags {
   requireSignedPack?: boolean;
   stateDir?: string;
   workspace?: string;
+  isolation?: IsolationFlag;
 }
 
 /** `packwarden sandbox` (the host inside a sandbox) and `packwarden run` (its driver). */
 export function registerSandboxCommands(program: Command, io: CliIo, state: RunState): void {
+  const sandboxCommand = program
+    .command('sandbox')
+    .description('Serve one pack behind the runner-host protocol (the process inside a sandbox)');
   addTrustRootOptions(
-    program
-      .command('sandbox')
-      .description('Serve one pack behind the runner-host protocol (the process inside a sandbox)')
-      .requiredOption('--agent <pack>', 'pack path or installed pack name')
+    sandboxCommand
+      .option('--agent <pack>', 'pack path or installed pack name (required)')
       .addOption(
         new Option('--socket <path>', 'listen on a unix socket (mode 0660)').conflicts('stdio'),
       )
@@ -46,7 +58,8 @@ export function registerSandboxCommands(program: Command, io: CliIo, state: RunS
         '--cancel-grace-ms <ms>',
         'how long a cancelled engine may take before it is killed',
         '5000',
-      ),
+      )
+      .addOption(isolationOption()),
   )
     .addHelpText(
       'after',
@@ -57,12 +70,27 @@ workspace (a run frame's workspaceRoot is ignored, with one warning), keeps all 
 console output goes to stderr, scrubbed of the run's secrets.
 PACKWARDEN_REQUIRE_SIGNED_PACK=1 is the same as --require-signed-pack.
 Exit codes: 0 closed cleanly, 1 boot failure or uncaught exception, 2 bad usage,
-3–7 the pack's signature was refused (see "packwarden pack verify --help").
+3–7 the pack's signature was refused (see "packwarden pack verify --help"),
+8 isolation is required and a guarantee cannot be enforced (see "packwarden sandbox doctor").
 Docs: docs/sandbox.md`,
     )
     .action(async (options: SandboxFlags) => {
       const { sandbox } = await import('./sandbox-actions.js');
       state.exitCode = await sandbox(io, options);
+    });
+
+  sandboxCommand
+    .command('doctor')
+    .description('Prove each confinement guarantee by attempting the denied operation')
+    .option('--json', 'print { schemaVersion: 1, guarantees: [{ id, status, by?, reason? }] }')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 every guarantee (fs-read, fs-write, network, processes) is enforced, 8 otherwise.`,
+    )
+    .action(async (options: { json?: boolean }) => {
+      const { sandboxDoctor } = await import('./sandbox-actions.js');
+      state.exitCode = await sandboxDoctor(io, options);
     });
 
   addTrustRootOptions(
@@ -92,15 +120,20 @@ Docs: docs/sandbox.md`,
         ]),
       )
       .option('--require-signed-pack', 'the sandbox verifies a private copy and runs only that')
-      .option('--state-dir <dir>', 'sandbox state (default $PACKWARDEN_HOME/sandbox/<pack name>)')
-      .option('--workspace <dir>', 'the workspace (default <state-dir>/workspace)'),
+      .option(
+        '--state-dir <dir>',
+        'sandbox state (default $PACKWARDEN_HOME/sandbox/<pack name>-<id>, one per pack identity)',
+      )
+      .option('--workspace <dir>', 'the workspace (default <state-dir>/workspace)')
+      .addOption(isolationOption()),
   )
     .addHelpText(
       'after',
       `
 The model token comes from --model-token-file FILE|-, then $PACKWARDEN_MODEL_TOKEN; --model-token
 works but puts the token on the command line, where every local user can read it (a warning says so).
-Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 130 cancelled (Ctrl-C).
+Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 8 isolation required but unavailable,
+130 cancelled (Ctrl-C); a sandbox that cannot boot passes its exit code on.
 On a terminal the turn streams as it happens and questions are asked; otherwise questions are
 declined. --json prints every frame the sandbox sends (welcome first, the terminal frame last).`,
     )

@@ -1,0 +1,86 @@
+import type { AgentManifest } from '@packwarden/pack-manifest';
+import { SandboxError } from './errors.js';
+import {
+  createConfinement,
+  type Confinement,
+  type GuaranteeStatus,
+  type IsolationMode,
+} from './isolation/index.js';
+import type { SandboxState } from './state.js';
+
+export const ISOLATION_MODES: readonly IsolationMode[] = Object.freeze(['required', 'auto', 'off']);
+
+/**
+ * Engines whose children cannot be routed through the confinement wrapper yet: under `required`
+ * they refuse boot, under `auto` they are reported as unconfined (docs/sandbox.md, "Confinement").
+ */
+const UNCONFINABLE_ENGINES: ReadonlySet<string> = new Set(['codex']);
+
+/** `spec.permissions.network.allow` of the verified manifest: origins, nothing else. */
+function allowedOrigins(manifest: AgentManifest): string[] {
+  const permissions = (manifest.spec as { permissions?: { network?: { allow?: unknown } } })
+    .permissions;
+  const allow = permissions?.network?.allow;
+  if (allow === undefined) return [];
+  if (!Array.isArray(allow) || allow.some((entry) => typeof entry !== 'string')) {
+    throw new SandboxError(
+      'ERR_ISOLATION_POLICY_INVALID',
+      'spec.permissions.network.allow must be a list of origins',
+    );
+  }
+  return allow as string[];
+}
+
+export interface SandboxConfinement {
+  confinement: Confinement;
+  /** What is not enforced, one line for the `isolation_degraded` warning; undefined when all is. */
+  degraded?: string;
+}
+
+/**
+ * The confinement of one sandbox, from the verified manifest (docs/sandbox.md, "Confinement"):
+ * the pack copy read-only, the workspace writable only when `fileAccess` allows, the state dir as
+ * the engine's own writable state, and the allowed origins. `required` throws
+ * `ERR_ISOLATION_UNAVAILABLE` before any pack code runs when a guarantee cannot be enforced.
+ */
+export async function confineSandbox(
+  mode: IsolationMode,
+  input: { packDir: string; manifest: AgentManifest; state: SandboxState },
+  env: Record<string, string | undefined>,
+): Promise<SandboxConfinement> {
+  const { manifest, state } = input;
+  const confinement = await createConfinement(
+    {
+      packDir: input.packDir,
+      workspace: state.workspace,
+      engineStateDir: state.stateDir,
+      fileAccess: manifest.spec.permissions?.fileAccess ?? 'read-only',
+      allowOrigins: allowedOrigins(manifest),
+    },
+    { mode, env },
+  );
+  const missing: GuaranteeStatus[] = confinement.guarantees.filter(
+    (guarantee) => guarantee.status === 'unavailable',
+  );
+  const engine = manifest.spec.engine ?? '';
+  if (mode !== 'off' && UNCONFINABLE_ENGINES.has(engine)) {
+    if (mode === 'required') {
+      await confinement.close();
+      throw new SandboxError(
+        'ERR_ISOLATION_UNAVAILABLE',
+        `isolation is required but the ${engine} engine cannot be confined yet (its CLI does not start through the confinement wrapper); use --isolation auto or off`,
+      );
+    }
+    return {
+      confinement,
+      degraded: `the ${engine} engine runs unconfined (it cannot be confined yet)`,
+    };
+  }
+  if (mode === 'off' || missing.length === 0) return { confinement };
+  return {
+    confinement,
+    degraded: `isolation is degraded: ${missing
+      .map((guarantee) => `${guarantee.id} is not enforced (${guarantee.reason ?? 'unavailable'})`)
+      .join('; ')}`,
+  };
+}
