@@ -19,7 +19,11 @@ export interface CliIo {
  * when FORCE_COLOR asks for it (any value but 0 or false, as Node reads it).
  */
 export function useColors(io: CliIo, stream: CliOutput = io.stdout): boolean {
-  if (typeof stream.hasColors === 'function') return stream.hasColors(io.env);
+  if (typeof stream.hasColors === 'function') {
+    // A terminal that does not name itself (no TERM: some supervisors and bare ptys) keeps the
+    // colours a terminal always had here; NO_COLOR, FORCE_COLOR and TERM=dumb still decide.
+    return stream.hasColors(io.env.TERM === undefined ? { ...io.env, TERM: 'xterm' } : io.env);
+  }
   const force = io.env.FORCE_COLOR;
   return force !== undefined && force !== '0' && force.toLowerCase() !== 'false';
 }

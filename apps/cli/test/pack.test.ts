@@ -346,6 +346,8 @@ describe('colours follow the stream: NO_COLOR and FORCE_COLOR', () => {
 
   test.each([
     [{ TERM: 'xterm-256color' }, true],
+    [{}, true],
+    [{ NO_COLOR: '' }, false],
     [{ TERM: 'xterm-256color', NO_COLOR: '1' }, false],
     [{ TERM: 'dumb' }, false],
     [{ TERM: 'dumb', FORCE_COLOR: '1' }, true],
