@@ -163,11 +163,16 @@ describe('connectRunner over a child process', () => {
   });
 
   it('pauses reading while unconsumed events pile up, resumes and delivers all of them', async () => {
-    const { client } = spawnHost({}, 50);
+    const { client, child } = spawnHost({}, 50);
     const handle = client.run({
       message: script({ op: 'text', text: 'y'.repeat(100), repeat: 2000 }),
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Nobody consumes the events yet: the client must stop reading the host's output.
+    const deadline = Date.now() + 10_000;
+    while (!child.stdout.isPaused()) {
+      if (Date.now() > deadline) throw new Error('the client never paused its input');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     let text = 0;
     for await (const event of handle) if (event.type === 'text') text += event.delta.length;
     expect(text).toBe(200_000);

@@ -158,19 +158,31 @@ describe('FrameWriter over a unix socket', () => {
         frames += 1;
       }
     }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The reader is paused: the writer holds at least its high-water mark, so it must wait.
+    expect(writer.bufferedBytes).toBeGreaterThanOrEqual(64 * 1024);
     let writable = false;
-    void writer.whenWritable().then(() => (writable = true));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const whenWritable = writer.whenWritable().then(() => (writable = true));
+    await new Promise((resolve) => setImmediate(resolve));
     expect(writable).toBe(false);
     // Merged: far fewer frames than deltas.
     expect(frames).toBeLessThan(1000);
     const received: { seq: number; delta: string }[] = [];
-    const d = new FrameDecoder({ onFrame: (f) => received.push(f as never), onError: () => {} });
+    let receivedBytes = 0;
+    let allReceived!: () => void;
+    const everything = new Promise<void>((resolve) => (allReceived = resolve));
+    const d = new FrameDecoder({
+      onFrame: (f) => {
+        received.push(f as never);
+        receivedBytes += (f as { delta: string }).delta.length;
+        if (receivedBytes >= 5_000_000) allReceived();
+      },
+      onError: () => {},
+    });
     b.on('data', (chunk: Buffer) => d.push(chunk));
     b.resume();
     await writer.flush();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await whenWritable;
+    await everything;
     expect(writable).toBe(true);
     expect(received.map((f) => f.seq)).toEqual(received.map((_, i) => i + 1));
     expect(received.reduce((n, f) => n + f.delta.length, 0)).toBe(5_000_000);

@@ -6,6 +6,7 @@ import {
   connectRunnerSocket,
   startRunnerHost,
   type EngineRunOptions,
+  type HostTimers,
   type KillRequest,
   type RunnerEngine,
   type RunnerHostExit,
@@ -52,6 +53,34 @@ async function serve(
     await dir.cleanup();
   });
   return { socketPath, done, hostSocket: () => sockets[0] };
+}
+
+/** Timers that fire only when told to (the host's `timers` seam). */
+class ManualTimers implements HostTimers {
+  #pending = new Set<{ callback: () => void }>();
+  setTimeout(callback: () => void): unknown {
+    const handle = { callback };
+    this.#pending.add(handle);
+    return handle;
+  }
+  clearTimeout(handle: unknown): void {
+    this.#pending.delete(handle as { callback: () => void });
+  }
+  fireAll(): void {
+    for (const handle of [...this.#pending]) {
+      this.#pending.delete(handle);
+      handle.callback();
+    }
+  }
+}
+
+/** Waits for a condition the code under test has no event for (bounded; never a fixed sleep). */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 function engine(
@@ -105,10 +134,12 @@ describe('startRunnerHost', () => {
       await emitter.text('started');
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
     });
+    const timers = new ManualTimers();
     const harness = await serve({
       engine: polite,
       cancelGraceMs: 50,
       kill: (request) => void kills.push(request),
+      timers,
     });
     const { client } = await connectRunnerSocket(harness.socketPath);
     const controller = new AbortController();
@@ -120,7 +151,8 @@ describe('startRunnerHost', () => {
       },
     );
     expect(await handle.outcome).toMatchObject({ stopReason: 'cancelled' });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Let every grace period still pending expire now: none may lead to a kill.
+    timers.fireAll();
     expect(kills).toEqual([]);
     await client.shutdown();
   });
@@ -332,8 +364,8 @@ describe('startRunnerHost', () => {
     const count = 200_000;
     const pings = Array.from({ length: count }, (_, i) => `{"type":"ping","id":${i}}\n`).join('');
     void peer.write(pings);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    // The host stopped reading long before the ~5 MB of pings were all in.
+    // The host stops reading (pauses its input) long before the ~5 MB of pings are all in.
+    await until(() => harness.hostSocket()?.isPaused() === true, 'the host to pause its input');
     expect(harness.hostSocket()?.bytesRead ?? 0).toBeLessThan(Buffer.byteLength(pings) / 2);
     peer.resume();
     await peer.waitFor((f) => f.type === 'pong' && f.id === count - 1, 20_000, 'the last pong');
@@ -376,7 +408,11 @@ describe('startRunnerHost', () => {
     await peer.send({ type: 'run', runId: 'stuck', message: 'go' });
     await peer.waitFor((f) => f.type === 'text', 5000, 'text');
     peer.pause();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The host's output backs up once the driver stopped reading.
+    await until(
+      () => (harness.hostSocket()?.writableLength ?? 0) > 0,
+      "the host's output to back up",
+    );
     await peer.send({ type: 'shutdown' });
     expect(await harness.done).toEqual({ reason: 'shutdown' });
     expect(harness.hostSocket()?.destroyed).toBe(true);
