@@ -387,3 +387,56 @@ describe('store install refuses a downgrade unless --allow-downgrade (issue 9 W5
     expect(readFileSync(current, 'utf8')).toBe('0.1.5\n');
   });
 });
+
+describe('store install: trust flags and the signed-pack variable are never ignored (issue 9 W11, W8)', () => {
+  let fixture: Fixture;
+  let fixtureDir: string;
+  beforeAll(async () => {
+    fixtureDir = mkdtempSync(join(tmpdir(), 'pw-cli-store-trust-'));
+    fixture = await signedStore(fixtureDir);
+  });
+  afterAll(() => rmSync(fixtureDir, { recursive: true, force: true }));
+
+  test('--keys without --require-signed: a signature by another key is refused (exit 1), nothing installed', async () => {
+    const home = tempDir();
+    const stranger = join(tempDir(), 'keys.json');
+    writeFileSync(
+      stranger,
+      JSON.stringify({
+        store: JSON.parse(
+          (await cli(['pack', 'keygen', '-o', join(tempDir(), 'k.pem'), '--json'])).stdout,
+        ).publicKeyPem,
+      }),
+    );
+    const args = ['store', 'install', 'pack/hello-pack', '--store', fixture.storeDir];
+    const refused = await cli([...args, '--keys', stranger, '--json'], {
+      env: { PACKWARDEN_HOME: home },
+    });
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout).error.code).toBe('ERR_SIGNATURE_REFUSED');
+    expect(readdirSync(join(home, 'agents', 'hello-pack'))).toEqual([]);
+
+    const verified = await cli([...args, '--keys', fixture.keysFile], {
+      env: { PACKWARDEN_HOME: home },
+    });
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.stdout).toContain('signature verified');
+
+    const unchecked = await cli(args, { env: { PACKWARDEN_HOME: tempDir() } });
+    expect(unchecked.code, unchecked.stderr).toBe(0);
+    expect(unchecked.stdout).toContain('signature not checked (no trust root given)');
+  });
+
+  test('PACKWARDEN_REQUIRE_SIGNED_PACK=required (or y, enabled) is a usage error (exit 2), never "off"', async () => {
+    for (const value of ['required', 'y', 'enabled']) {
+      const home = tempDir();
+      const result = await cli(
+        ['store', 'install', 'pack/hello-pack', '--store', fixture.storeDir, '--json'],
+        { env: { PACKWARDEN_HOME: home, PACKWARDEN_REQUIRE_SIGNED_PACK: value } },
+      );
+      expect(result.code, result.stderr).toBe(2);
+      expect(JSON.parse(result.stdout).error.message).toContain('PACKWARDEN_REQUIRE_SIGNED_PACK');
+      expect(readdirSync(home)).toEqual([]);
+    }
+  });
+});

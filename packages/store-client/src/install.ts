@@ -54,9 +54,17 @@ export interface InstallPackOptions {
    * Off by default: a store whose `latest` went backwards must not roll an install back unasked.
    */
   allowDowngrade?: boolean;
-  /** Refuse anything `verifyPack` does not call `verified`. Also on with `PACKWARDEN_REQUIRE_SIGNED_PACK=1`. */
+  /**
+   * Refuse anything `verifyPack` does not call `verified`. Also on with
+   * `PACKWARDEN_REQUIRE_SIGNED_PACK=1`; an unrecognised value of that variable is
+   * `ERR_INVALID_ARGUMENT`, never "off".
+   */
   requireSigned?: boolean;
-  /** Trusted keys for verification (e.g. `(kid, at) => selectTrustedKey(root, kid, { at })`). */
+  /**
+   * Trusted keys (e.g. `(kid, at) => selectTrustedKey(root, kid, { at })`). Given, the pack's
+   * signature is always checked: without `requireSigned` an unsigned pack installs (reported
+   * `unsigned`) but a pack.sig that does not verify is `ERR_SIGNATURE_REFUSED`.
+   */
   selectKey?: KeySelector;
   env?: Env;
   onProgress?: (progress: InstallProgress) => void;
@@ -427,8 +435,16 @@ async function refuseDowngrade(parent: string, slug: string, version: string): P
   }
 }
 
+/**
+ * An unrecognised value of the variable is an error, never "off" (pack-manifest README,
+ * `readPackwardenFlag`): reported as the caller's `ERR_INVALID_ARGUMENT`, its cause kept.
+ */
 function requireSignedFromEnv(env: Env): boolean {
-  return readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
+  try {
+    return readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
+  } catch (cause) {
+    throw new StoreError('ERR_INVALID_ARGUMENT', (cause as Error).message, { cause });
+  }
 }
 
 const noTrustRoot: KeySelector = () => ({
@@ -640,6 +656,16 @@ async function installSteps(
           {
             verification,
           },
+        );
+      }
+      // A trust root was given without the requirement: a pack without pack.sig still installs
+      // (reported `unsigned`), but a signature that is there is checked, and one that does not
+      // verify (or cannot be checked) is refused, never installed as if unchecked.
+      if (verification.kind !== 'verified' && verification.kind !== 'unsigned') {
+        throw new StoreError(
+          'ERR_SIGNATURE_REFUSED',
+          `${slug}@${version} was not installed: its pack.sig was checked against the trust root given and did not verify: ${verification.message}`,
+          { verification },
         );
       }
     }

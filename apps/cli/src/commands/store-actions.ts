@@ -124,6 +124,22 @@ function progressReporter(io: CliIo) {
   };
 }
 
+/**
+ * `PACKWARDEN_REQUIRE_SIGNED_PACK` with a value that is neither yes nor no is a usage error
+ * (exit 2), never "off" (issue 9 W8).
+ */
+function requireSignedFromEnv(io: CliIo): boolean {
+  try {
+    return readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
+  } catch (error) {
+    throw new CliError(
+      (error as Error).message,
+      EXIT.usage,
+      'fix the variable, or unset it and pass --require-signed',
+    );
+  }
+}
+
 async function install(
   io: CliIo,
   reference: string,
@@ -131,10 +147,11 @@ async function install(
   to?: string,
 ): Promise<number> {
   const parsed = parseArtifactRef(reference);
-  const requireSigned =
-    flags.requireSigned === true || readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
-  // The trust root is loaded (and its configuration checked) only when signatures are required.
-  const root = requireSigned ? await loadTrustRootOrExit(io, flags) : undefined;
+  const requireSigned = flags.requireSigned === true || requireSignedFromEnv(io);
+  // A trust root given (flags or environment) means the signature is checked, required or not:
+  // trust flags are never silently ignored (issue 9 W11).
+  const loaded = await loadTrustRootOrExit(io, flags);
+  const root = requireSigned || loaded.status !== 'none' ? loaded : undefined;
   const store = await open(io, flags);
   const onProgress = progressReporter(io);
   let result: InstallResult;
@@ -159,9 +176,7 @@ async function install(
   }
   const signature = result.verification
     ? `, signature ${result.verification.kind}`
-    : requireSigned
-      ? ''
-      : ', signature not checked';
+    : ', signature not checked (no trust root given)';
   io.stdout.write(
     `installed ${result.slug}@${result.version} into ${result.dir}${result.replaced ? ' (replaced)' : ''}\n  digest ${result.digest}${signature}\n`,
   );
