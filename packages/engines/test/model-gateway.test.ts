@@ -1,0 +1,245 @@
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import fc from 'fast-check';
+import { afterEach, describe, expect, test } from 'vitest';
+import { StreamScrubber, serverRoot, startModelGateway } from '../src/model-gateway.js';
+
+const TOKEN = 'sk-gateway-real-token-0042';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+/** An upstream on loopback that logs what it receives and answers with `answer`. */
+async function upstream(answer: (seen: Seen) => string[] = () => ['{"ok":true}']) {
+  const seen: Seen[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const entry = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+      };
+      seen.push(entry);
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const parts = answer(entry);
+      // Each part is its own write: a token may be split across chunks.
+      const next = (i: number) => {
+        if (i === parts.length) return response.end();
+        response.write(parts[i], () => setImmediate(() => next(i + 1)));
+      };
+      next(0);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+async function gatewayFor(
+  url: string,
+  style: 'x-api-key' | 'bearer' = 'x-api-key',
+  maxBody?: number,
+) {
+  const gateway = await startModelGateway({
+    upstream: url,
+    token: TOKEN,
+    style,
+    ...(maxBody !== undefined ? { maxBodyBytes: maxBody } : {}),
+  });
+  closers.push(() => gateway.close());
+  return gateway;
+}
+
+function send(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  body = '',
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const request = httpRequest(
+      { host: target.hostname, port: target.port, method: 'POST', path, headers },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+        );
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+describe('the model gateway', () => {
+  test('forwards a request with the placeholder to the upstream (its path prefix kept) with the real token in its place', async () => {
+    const server = await upstream();
+    const gateway = await gatewayFor(`${server.url}/proxy/v1`);
+    const answer = await send(
+      gateway.url,
+      '/v1/messages?beta=true',
+      { 'x-api-key': gateway.placeholder, 'content-type': 'application/json' },
+      '{"model":"m"}',
+    );
+    expect(answer).toEqual({ status: 200, text: '{"ok":true}' });
+    expect(server.seen).toHaveLength(1);
+    expect(server.seen[0]).toMatchObject({
+      method: 'POST',
+      url: '/proxy/v1/messages?beta=true',
+      body: '{"model":"m"}',
+    });
+    expect(server.seen[0]?.headers['x-api-key']).toBe(TOKEN);
+    expect(JSON.stringify(server.seen[0]?.headers)).not.toContain(gateway.placeholder);
+
+    const bearer = await gatewayFor(server.url, 'bearer');
+    await send(bearer.url, '/v1/responses', { authorization: `Bearer ${bearer.placeholder}` });
+    expect(server.seen[1]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(server.seen[1]?.headers['x-api-key']).toBeUndefined();
+  });
+
+  test('attack: a missing, wrong or stale credential is refused with 401 and never forwarded', async () => {
+    const server = await upstream();
+    const gateway = await gatewayFor(server.url);
+    const other = await gatewayFor(server.url);
+    for (const headers of [
+      {},
+      { 'x-api-key': 'guess' },
+      { 'x-api-key': TOKEN },
+      { authorization: `Bearer ${gateway.placeholder}x` },
+      { 'x-api-key': other.placeholder },
+    ]) {
+      const answer = await send(gateway.url, '/v1/messages', headers, '{}');
+      expect(answer.status).toBe(401);
+    }
+    expect(server.seen).toEqual([]);
+    expect(gateway.refused).toBe(5);
+    expect(gateway.forwarded).toBe(0);
+  });
+
+  test('attack: an absolute-form target naming another host is refused (400) and never forwarded', async () => {
+    const server = await upstream();
+    const gateway = await gatewayFor(server.url);
+    const port = new URL(gateway.url).port;
+    const reply = await new Promise<string>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(
+          `GET http://169.254.169.254/latest HTTP/1.1\r\nHost: 169.254.169.254\r\nx-api-key: ${gateway.placeholder}\r\nConnection: close\r\n\r\n`,
+        );
+      });
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('close', () => resolve(text));
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400/);
+    expect(server.seen).toEqual([]);
+  });
+
+  test('attack: a body over the limit is refused (413) and never forwarded', async () => {
+    const server = await upstream();
+    const gateway = await gatewayFor(server.url, 'x-api-key', 1024);
+    const answer = await send(
+      gateway.url,
+      '/v1/messages',
+      { 'x-api-key': gateway.placeholder },
+      'x'.repeat(4096),
+    ).catch(() => ({ status: 413, text: '' }));
+    expect(answer.status).toBe(413);
+    expect(server.seen).toEqual([]);
+  });
+
+  test('attack: an upstream that echoes the real token, split across chunks, reaches the CLI as the placeholder', async () => {
+    const server = await upstream(() => [
+      'data: {"echo":"',
+      TOKEN.slice(0, 7),
+      TOKEN.slice(7, 15),
+      `${TOKEN.slice(15)}"} and again ${TOKEN}`,
+      '\n\n',
+    ]);
+    const gateway = await gatewayFor(server.url);
+    const answer = await send(gateway.url, '/v1/messages', { 'x-api-key': gateway.placeholder });
+    expect(answer.text).not.toContain(TOKEN);
+    expect(answer.text).toBe(
+      `data: {"echo":"${gateway.placeholder}"} and again ${gateway.placeholder}\n\n`,
+    );
+    // Compressed answers could not be scrubbed: the gateway asks for none.
+    expect(server.seen[0]?.headers['accept-encoding']).toBe('identity');
+  });
+
+  test('a closed gateway accepts nothing (the placeholder is worthless after the turn)', async () => {
+    const server = await upstream();
+    const gateway = await startModelGateway({
+      upstream: server.url,
+      token: TOKEN,
+      style: 'x-api-key',
+    });
+    await gateway.close();
+    await expect(
+      send(gateway.url, '/v1/messages', { 'x-api-key': gateway.placeholder }),
+    ).rejects.toThrow(/ECONNREFUSED/);
+    expect(server.seen).toEqual([]);
+  });
+
+  test('StreamScrubber: whatever the chunking, the output is the input with every token replaced', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.string({ maxLength: 20 }), fc.constant(TOKEN)), { maxLength: 8 }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
+        (pieces, sizes) => {
+          const whole = Buffer.from(pieces.join(''));
+          const scrubber = new StreamScrubber(TOKEN, 'PLACEHOLDER');
+          const out: Buffer[] = [];
+          let at = 0;
+          let i = 0;
+          while (at < whole.length) {
+            const size = sizes[i % sizes.length] ?? 1;
+            out.push(scrubber.push(whole.subarray(at, at + size)));
+            at += size;
+            i += 1;
+          }
+          out.push(scrubber.end());
+          const text = Buffer.concat(out).toString();
+          expect(text).toBe(whole.toString().split(TOKEN).join('PLACEHOLDER'));
+          expect(text).not.toContain(TOKEN);
+        },
+      ),
+    );
+  });
+
+  test('serverRoot: a server root and its …/v1 are the same server; anything else is refused', () => {
+    const root = (url: string) => serverRoot(url)?.href;
+    expect(root('http://127.0.0.1:11434')).toBe('http://127.0.0.1:11434/');
+    expect(root('http://127.0.0.1:11434/v1')).toBe('http://127.0.0.1:11434/');
+    expect(root('http://127.0.0.1:11434/v1/')).toBe('http://127.0.0.1:11434/');
+    expect(root('https://gw.example/llm/v1')).toBe('https://gw.example/llm');
+    for (const bad of [
+      'ftp://host',
+      'file:///etc/passwd',
+      'http://user:pass@host',
+      'http://host/v1?x=1',
+      'http://host/#f',
+      'not a url',
+    ])
+      expect(root(bad)).toBeUndefined();
+  });
+});
