@@ -176,7 +176,8 @@ sys.exit(os.waitstatus_to_exitcode(status))
     const hello = spawnSync(
       'python3',
       [script, process.execPath, bin, 'run', examplePack, 'hi', '--state-dir', stateDir()],
-      { encoding: 'utf8', env: baseEnv(), timeout: 20_000 },
+      // A terminal says what it is: colours follow TERM (NO_COLOR / FORCE_COLOR) like Node's.
+      { encoding: 'utf8', env: { ...baseEnv(), TERM: 'xterm-256color' }, timeout: 20_000 },
     );
     expect(hello.status).toBe(0);
     expect(hello.stdout).toContain('\u001b[36m▸ list_workspace');
