@@ -4,7 +4,7 @@
 // "The manifest", "Errors"):
 // - loadPackManifest returns a manifest or throws a PackManifestError with a documented code,
 //   nothing else (no RangeError from a stack overflow, no crash);
-// - bounded time per load, also for 256 KiB inputs;
+// - bounded time per load, also for deep and for wide (thousands of entries) input;
 // - no process warning (a collection key used to be stringified with a warning on stderr);
 // - nothing written: the pack folder still holds agent.yaml only.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +18,7 @@ const CODES = new Set([
   'ERR_MANIFEST_TOO_LARGE',
   'ERR_MANIFEST_YAML',
   'ERR_MANIFEST_TOO_DEEP',
+  'ERR_MANIFEST_TOO_MANY_ENTRIES',
   'ERR_MANIFEST_INVALID',
 ]);
 
@@ -96,6 +97,16 @@ const DEEP = {
   inSpec: (d) => `${REAL}  deep: ${'['.repeat(d)}${']'.repeat(d)}\n`,
 };
 
+const WIDE = {
+  blockMap: (n) =>
+    `${REAL}  wide:\n${Array.from({ length: n }, (_, i) => `    k${i}: v`).join('\n')}\n`,
+  flowMap: (n) =>
+    `${REAL}  wide: {${Array.from({ length: n }, (_, i) => `k${i}: 1`).join(', ')}}\n`,
+  flowList: (n) => `${REAL}  wide: [${'a, '.repeat(n)}a]\n`,
+  manyLists: (n) =>
+    `${REAL}${Array.from({ length: Math.ceil(n / 100) }, (_, i) => `  l${i}: [${'1, '.repeat(99)}1]`).join('\n')}\n`,
+};
+
 export const target = {
   name: 'manifest',
   arbitrary: (fc) =>
@@ -107,6 +118,12 @@ export const target = {
           depth: fc.oneof(fc.integer({ min: 1, max: 80 }), fc.integer({ min: 80, max: 20_000 })),
         })
         .map(({ style, depth }) => ({ text: DEEP[style](depth) })),
+      fc
+        .record({
+          style: fc.constantFrom(...Object.keys(WIDE)),
+          entries: fc.integer({ min: 900, max: 4000 }),
+        })
+        .map(({ style, entries }) => ({ text: WIDE[style](entries) })),
       fc
         .array(fc.constantFrom(...FRAGMENTS), { maxLength: 200 })
         .map((parts) => ({ text: parts.join('') })),

@@ -4,7 +4,7 @@ export type PackManifestErrorCode =
   | 'ERR_MANIFEST_NOT_FOUND'
   /** `agent.yaml` is a symlink, folder or device: refused, so nothing outside the pack is read. */
   | 'ERR_MANIFEST_NOT_REGULAR_FILE'
-  /** `agent.yaml` is larger than `maxBytes`. */
+  /** `agent.yaml` (or the text given to `parsePackManifest`) is larger than `maxBytes`. */
   | 'ERR_MANIFEST_TOO_LARGE'
   /**
    * `agent.yaml` is not valid UTF-8, not YAML, more than one YAML document, or YAML the loader
@@ -17,6 +17,12 @@ export type PackManifestErrorCode =
    * before the YAML library composes it, so deep input can never exhaust the stack.
    */
   | 'ERR_MANIFEST_TOO_DEEP'
+  /**
+   * A mapping or list in `agent.yaml` has more than `MANIFEST_MAX_COLLECTION_ENTRIES` (1,000)
+   * entries, or all of them more than `MANIFEST_MAX_TOTAL_ENTRIES` (10,000); refused before
+   * composing, whose duplicate-key check is quadratic.
+   */
+  | 'ERR_MANIFEST_TOO_MANY_ENTRIES'
   /** The YAML is fine but does not follow the Agent Pack Specification v1; see `issues`. */
   | 'ERR_MANIFEST_INVALID'
   /** The operating system refused to read the manifest or a pack folder. */

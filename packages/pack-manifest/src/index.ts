@@ -2,7 +2,11 @@ export { formatManifestIssue } from './errors.js';
 export type { ManifestIssue, PackManifestErrorOptions } from './errors.js';
 export { DEFAULT_MANIFEST_MAX_BYTES, loadPackManifest, parsePackManifest } from './load.js';
 export type { LoadedManifest, LoadManifestOptions, ParseManifestOptions } from './load.js';
-export { MANIFEST_MAX_NESTING } from './nesting.js';
+export {
+  MANIFEST_MAX_COLLECTION_ENTRIES,
+  MANIFEST_MAX_NESTING,
+  MANIFEST_MAX_TOTAL_ENTRIES,
+} from './nesting.js';
 export {
   AGENT_API_VERSION,
   AGENT_KIND,

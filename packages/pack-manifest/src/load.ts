@@ -19,18 +19,23 @@ import {
 } from 'yaml';
 import type { core } from 'zod';
 import { PackManifestError, type ManifestIssue } from './errors.js';
-import { cstNestingDepth, MANIFEST_MAX_NESTING, yamlNestingEstimate } from './nesting.js';
+import {
+  MANIFEST_MAX_COLLECTION_ENTRIES,
+  MANIFEST_MAX_NESTING,
+  MANIFEST_MAX_TOTAL_ENTRIES,
+  measureCst,
+  yamlNestingEstimate,
+} from './nesting.js';
 import { AgentManifestSchema, MANIFEST_FILE, type AgentManifest } from './schema.js';
 
 export interface ParseManifestOptions {
   /** Shown in messages. Default `agent.yaml`. */
   file?: string;
-}
-
-export interface LoadManifestOptions extends ParseManifestOptions {
-  /** Refuse a larger `agent.yaml`. Default 256 KiB. */
+  /** Refuse larger manifest text (UTF-8 bytes). Default 256 KiB. */
   maxBytes?: number;
 }
+
+export type LoadManifestOptions = ParseManifestOptions;
 
 export interface LoadedManifest {
   manifest: AgentManifest;
@@ -139,18 +144,41 @@ export function loadPackManifest(dir: string, options: LoadManifestOptions = {})
       cause,
     });
   }
-  return { manifest: parsePackManifest(text, { file: shown }), file, dir };
+  return { manifest: parsePackManifest(text, { file: shown, maxBytes }), file, dir };
 }
 
 /** Parses and validates manifest text (block or flow YAML, or JSON). */
 export function parsePackManifest(text: string, options: ParseManifestOptions = {}): AgentManifest {
   const file = options.file ?? MANIFEST_FILE;
+  const maxBytes = options.maxBytes ?? DEFAULT_MANIFEST_MAX_BYTES;
+  if (typeof text !== 'string') {
+    throw new PackManifestError('ERR_MANIFEST_YAML', `${file} is not text`, { file });
+  }
+  if (text.length > maxBytes || Buffer.byteLength(text, 'utf8') > maxBytes) {
+    throw new PackManifestError(
+      'ERR_MANIFEST_TOO_LARGE',
+      `${file} is larger than ${maxBytes} bytes`,
+      { file },
+    );
+  }
   const source = text.replace(/^\uFEFF/, '');
   // Nesting is bounded before the library composes anything: see nesting.ts for why.
   if (yamlNestingEstimate(source) > MANIFEST_MAX_NESTING) throw tooDeep(file);
   const lineCounter = new LineCounter();
   const tokens = [...new Parser(lineCounter.addNewLine).parse(source)];
-  if (cstNestingDepth(tokens) > MANIFEST_MAX_NESTING) throw tooDeep(file);
+  const shape = measureCst(tokens);
+  if (shape.depth > MANIFEST_MAX_NESTING) throw tooDeep(file);
+  if (shape.widest > MANIFEST_MAX_COLLECTION_ENTRIES || shape.total > MANIFEST_MAX_TOTAL_ENTRIES) {
+    const what =
+      shape.widest > MANIFEST_MAX_COLLECTION_ENTRIES
+        ? `a mapping or list of more than ${MANIFEST_MAX_COLLECTION_ENTRIES} entries`
+        : `more than ${MANIFEST_MAX_TOTAL_ENTRIES} entries in all`;
+    throw new PackManifestError(
+      'ERR_MANIFEST_TOO_MANY_ENTRIES',
+      `${file} has ${what}; it is refused before it is parsed`,
+      { file, issues: [{ field: '', message: what }] },
+    );
+  }
   const doc = composeOne(tokens, source.length);
   const at = (offset: number | undefined) => {
     if (offset === undefined) return {};

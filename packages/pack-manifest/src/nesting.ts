@@ -8,31 +8,67 @@
 //    towards counting too much (each indentation step counts twice, each flow bracket twice),
 //    and counts every style of nesting a real manifest or an attack uses: flow brackets, compact
 //    `- - -` / `? ? ?` indicators, indentation.
-// 2. `cstNestingDepth`, the exact depth of the library's concrete syntax tree. The library's lexer
+// 2. `measureCst`, the exact depth of the library's concrete syntax tree. The library's lexer
 //    and CST parser are iterative (only composing recurses), so this closes the gap for text
 //    whose quoting or plain-scalar continuation the scanner reads differently from the library.
+//    It also bounds the entries of each collection, since composing is quadratic in them.
 
 /** The deepest nesting of collections an `agent.yaml` may have, as estimated by the scanner. */
 export const MANIFEST_MAX_NESTING = 64;
 
 /**
- * The exact collection nesting of the `yaml` library's concrete syntax tree (`Parser` tokens),
- * walked with an explicit stack. Stops once the depth passes `limit`.
+ * Most entries one mapping or sequence of an `agent.yaml` may hold. The library checks for
+ * duplicate keys by comparing each key with every earlier one, so a 256 KiB mapping of 20,000
+ * keys takes tens of seconds to compose; 1,000 entries compose in milliseconds, and the
+ * specification allows no list longer than that (`skills`, `prompts.rules`).
  */
-export function cstNestingDepth(tokens: readonly unknown[], limit = MANIFEST_MAX_NESTING): number {
-  let max = 0;
+export const MANIFEST_MAX_COLLECTION_ENTRIES = 1000;
+
+/** Most entries of all collections together: composing and validating stay well under a second. */
+export const MANIFEST_MAX_TOTAL_ENTRIES = 10_000;
+
+export interface CstMeasure {
+  /** Deepest nesting of collections. */
+  depth: number;
+  /** Most entries in one collection. */
+  widest: number;
+  /** Entries of all collections together. */
+  total: number;
+}
+
+/**
+ * The exact collection nesting and widest collection of the `yaml` library's concrete syntax tree
+ * and the entries of its collections (`Parser` tokens), walked with an explicit stack. Stops as
+ * soon as one passes its limit.
+ */
+export function measureCst(
+  tokens: readonly unknown[],
+  limits: { depth: number; entries: number; total: number } = {
+    depth: MANIFEST_MAX_NESTING,
+    entries: MANIFEST_MAX_COLLECTION_ENTRIES,
+    total: MANIFEST_MAX_TOTAL_ENTRIES,
+  },
+): CstMeasure {
+  const measure: CstMeasure = { depth: 0, widest: 0, total: 0 };
   const stack: { node: unknown; depth: number }[] = tokens.map((node) => ({ node, depth: 0 }));
   while (stack.length > 0) {
     const { node, depth } = stack.pop()!;
     if (typeof node !== 'object' || node === null) continue;
     const token = node as { type?: unknown; items?: unknown; value?: unknown };
-    const here =
-      token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection'
-        ? depth + 1
-        : depth;
-    if (here > max) {
-      max = here;
-      if (max > limit) return max;
+    const isCollection =
+      token.type === 'block-map' || token.type === 'block-seq' || token.type === 'flow-collection';
+    const here = isCollection ? depth + 1 : depth;
+    if (here > measure.depth) measure.depth = here;
+    if (isCollection && Array.isArray(token.items)) {
+      measure.widest = Math.max(measure.widest, token.items.length);
+      measure.total += token.items.length;
+    }
+    if (
+      measure.depth > limits.depth ||
+      measure.widest > limits.entries ||
+      measure.total > limits.total
+    ) {
+      return measure;
     }
     if (token.value !== undefined) stack.push({ node: token.value, depth: here });
     if (Array.isArray(token.items)) {
@@ -42,7 +78,7 @@ export function cstNestingDepth(tokens: readonly unknown[], limit = MANIFEST_MAX
       }
     }
   }
-  return max;
+  return measure;
 }
 
 interface BlockScalar {

@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   loadPackManifest,
+  MANIFEST_MAX_COLLECTION_ENTRIES,
   MANIFEST_MAX_NESTING,
   PackManifestError,
   parsePackManifest,
@@ -100,6 +101,57 @@ describe('deep YAML never reaches the YAML library (issue 16, finding 1)', () =>
       levels += 1;
     }
     expect(levels).toBe(depth);
+  });
+});
+
+describe('wide YAML is refused before the library composes it', () => {
+  // Composing checks each key against every earlier one: 20,000 keys took 17 s, 25,000 flow
+  // keys 28 s, before these bounds.
+  const cases: [string, string][] = [
+    [
+      '20,000 keys in one mapping',
+      `${HEAD}spec:\n${Array.from({ length: 20_000 }, (_, i) => `  k${i}: v`).join('\n')}\n`,
+    ],
+    [
+      '24,000 keys in one flow mapping',
+      `${HEAD}spec: {${Array.from({ length: 24_000 }, (_, i) => `k${i}: 1`).join(', ')}}\n`,
+    ],
+    ['80,000 items in one flow list', `${HEAD}spec: {x: [${'a, '.repeat(80_000)}a]}\n`],
+    [
+      '12 lists of 1,000 items',
+      `${HEAD}spec:\n${Array.from({ length: 12 }, (_, m) => `  l${m}: [${'1, '.repeat(999)}1]`).join('\n')}\n`,
+    ],
+  ];
+
+  test.each(cases)('%s: ERR_MANIFEST_TOO_MANY_ENTRIES, in bounded time', (_name, text) => {
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(256 * 1024);
+    const started = performance.now();
+    let error: unknown;
+    try {
+      parsePackManifest(text);
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as PackManifestError).code).toBe('ERR_MANIFEST_TOO_MANY_ENTRIES');
+    // Generous for a loaded 2-core machine; it took 17 to 28 s before.
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  test('the bounds leave room: 1,000 skills load', () => {
+    const skills = Array.from(
+      { length: MANIFEST_MAX_COLLECTION_ENTRIES },
+      (_, i) => `    - ./s${i}`,
+    );
+    const manifest = parsePackManifest(`${HEAD}spec:\n  skills:\n${skills.join('\n')}\n`);
+    expect(manifest.spec.skills).toHaveLength(1000);
+  });
+
+  test('parsePackManifest bounds its text too (ERR_MANIFEST_TOO_LARGE)', () => {
+    const text = `${HEAD}spec: {x: "${'a'.repeat(300 * 1024)}"}\n`;
+    expect(() => parsePackManifest(text)).toThrow(
+      expect.objectContaining({ code: 'ERR_MANIFEST_TOO_LARGE' }),
+    );
+    expect(parsePackManifest(`${HEAD}`, { maxBytes: 200 }).metadata.name).toBe('a');
   });
 });
 

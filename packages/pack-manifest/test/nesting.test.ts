@@ -1,11 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { Parser } from 'yaml';
-import { cstNestingDepth, MANIFEST_MAX_NESTING, yamlNestingEstimate } from '../src/nesting.js';
+import { MANIFEST_MAX_NESTING, measureCst, yamlNestingEstimate } from '../src/nesting.js';
 
 /** The nesting the `yaml` library builds, from its own (iterative) CST parser. */
 function libraryDepth(text: string): number {
-  return cstNestingDepth([...new Parser().parse(text)], Number.MAX_SAFE_INTEGER);
+  return measureCst([...new Parser().parse(text)], {
+    depth: Number.MAX_SAFE_INTEGER,
+    entries: Number.MAX_SAFE_INTEGER,
+    total: Number.MAX_SAFE_INTEGER,
+  }).depth;
 }
 
 type Tree = string | { map: [string, Tree][] } | { seq: Tree[] };
