@@ -659,9 +659,15 @@ async function installSteps(
         );
       }
       // A trust root was given without the requirement: a pack without pack.sig still installs
-      // (reported `unsigned`), but a signature that is there is checked, and one that does not
-      // verify (or cannot be checked) is refused, never installed as if unchecked.
-      if (verification.kind !== 'verified' && verification.kind !== 'unsigned') {
+      // (reported `unsigned`), and so does a genuine signature by a trusted key over a digest
+      // whose rules are not public (`digest-unsupported`, pack-signature README: never a pass,
+      // but nothing false either). A signature that does not verify, is by a key the root does
+      // not trust, or cannot be checked is refused, never installed as if unchecked.
+      if (
+        verification.kind !== 'verified' &&
+        verification.kind !== 'unsigned' &&
+        verification.kind !== 'digest-unsupported'
+      ) {
         throw new StoreError(
           'ERR_SIGNATURE_REFUSED',
           `${slug}@${version} was not installed: its pack.sig was checked against the trust root given and did not verify: ${verification.message}`,

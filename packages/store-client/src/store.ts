@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { packwardenHome, readPackwardenEnv } from '@packwarden/pack-manifest';
+import { packwardenHome, parseStrictJson, readPackwardenEnv } from '@packwarden/pack-manifest';
 import { readCachedIndex, writeCachedIndex } from './cache.js';
 import { abortError, StoreError } from './errors.js';
 import { readBounded, request, statusError, type FetchLike } from './http.js';
@@ -352,12 +352,26 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
   const { text, url: indexUrl } = await loadIndexText(url, context);
   let document: unknown;
   try {
-    document = JSON.parse(text);
-  } catch (cause) {
-    throw new StoreError('ERR_STORE_INDEX_INVALID', `the store index ${url.href} is not JSON`, {
-      cause,
-      subject: url.href,
+    // The project's strict parser (pack-manifest README, "Strict JSON"): a member named twice
+    // (`"sha256"` for one reader, another `"sha256"` for the next) is refused, never last-wins.
+    document = parseStrictJson(text, {
+      maxBytes: STORE_INDEX_LIMITS.maxBytes,
+      what: `the store index ${url.href}`,
     });
+  } catch (cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === 'ERR_JSON_TOO_LARGE') {
+      throw new StoreError(
+        'ERR_STORE_INDEX_TOO_LARGE',
+        `the store index ${url.href} is larger than ${STORE_INDEX_LIMITS.maxBytes} bytes`,
+        { cause, subject: url.href },
+      );
+    }
+    throw new StoreError(
+      'ERR_STORE_INDEX_INVALID',
+      `the store index ${url.href} is not strict JSON: ${(cause as Error).message}`,
+      { cause, subject: url.href },
+    );
   }
   if (typeof document !== 'object' || document === null || Array.isArray(document)) {
     throw new StoreError(
