@@ -59,7 +59,7 @@ function title(text) {
 }
 
 try {
-  const pack = join(work, 'hello-pack');
+  const pack = join(work, 'my-pack'); // not "hello-pack": a bare name that is also a folder here is ambiguous
   cpSync(join(repo, 'examples', 'hello-pack'), pack, { recursive: true });
   console.log(bold('packwarden demo') + ` (working in ${work}, shown as $DEMO)`);
 
