@@ -440,3 +440,52 @@ describe('store install: trust flags and the signed-pack variable are never igno
     }
   });
 });
+
+describe('store list / info neutralise control characters from store metadata (issue 9 W4)', () => {
+  test('OSC 52, screen clears and bidi overrides are shown escaped; --json carries them unchanged', async () => {
+    const dir = tempDir();
+    const hostile = 'Reviews\u001b]52;c;cm0gLXJmIH4=\u0007 code\u001b[2J\u001b[H\u202e';
+    writeFileSync(
+      join(dir, 'index.json'),
+      JSON.stringify({
+        format: 'packwarden-store/1',
+        artifacts: [
+          {
+            type: 'pack',
+            slug: 'reviewer',
+            displayName: `Name\u001b[31m`,
+            description: hostile,
+            author: 'ACME\u009b2J',
+            tags: ['x\u0007'],
+            latestVersion: '1.0.0',
+            versions: [
+              {
+                version: '1.0.0',
+                archive: 'r.tar.gz',
+                size: 1,
+                sha256: '0'.repeat(64),
+                digest: '0'.repeat(64),
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    for (const argv of [
+      ['store', 'list', '--store', dir],
+      ['store', 'search', 'reviews', '--store', dir],
+      ['store', 'info', 'pack/reviewer', '--store', dir],
+    ]) {
+      const result = await cli(argv);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toContain('reviewer');
+      // eslint-disable-next-line no-control-regex -- asserting no control character got through
+      expect(result.stdout.replace(/\n/g, '')).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
+      expect(result.stdout).toContain('\\x1b]52');
+    }
+    const json = JSON.parse(
+      (await cli(['store', 'info', 'pack/reviewer', '--store', dir, '--json'])).stdout,
+    );
+    expect(json.artifact.description).toBe(hostile);
+  });
+});

@@ -12,7 +12,7 @@ import {
 import { readPackwardenFlag } from '@packwarden/pack-manifest/resolve';
 import { selectTrustedKey } from '@packwarden/trust-root';
 import { CliError, EXIT } from '../errors.js';
-import { printJson, type CliIo } from '../io.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
 import type { InstallFlags, StoreFlags } from './store.js';
 import { loadTrustRootOrExit } from './verify-actions.js';
 
@@ -36,7 +36,7 @@ async function open(io: CliIo, flags: StoreFlags): Promise<Store> {
         }),
   });
   for (const problem of store.problems)
-    io.stderr.write(`warning: store index row ${problem.row} skipped: ${problem.message}\n`);
+    io.stderr.write(`warning: store index row ${problem.row} skipped: ${safe(problem.message)}\n`);
   return store;
 }
 
@@ -66,13 +66,15 @@ export async function storeList(
     );
     return EXIT.ok;
   }
-  const width = Math.max(...artifacts.map((artifact) => ref(artifact).length));
+  // Store metadata is untrusted text: shown with its control characters escaped, never obeyed
+  // (issue 9 W4); `--json` above carries it unchanged.
+  const width = Math.max(...artifacts.map((artifact) => safe(ref(artifact)).length));
   for (const artifact of artifacts) {
     const description = artifact.description
-      ? `  ${artifact.description.replace(/\s+/g, ' ').slice(0, 80)}`
+      ? `  ${safe(artifact.description.replace(/\s+/g, ' ').slice(0, 80))}`
       : '';
     io.stdout.write(
-      `${ref(artifact).padEnd(width)}  ${artifact.latestVersion.padEnd(10)}${description}\n`,
+      `${safe(ref(artifact)).padEnd(width)}  ${safe(artifact.latestVersion).padEnd(10)}${description}\n`,
     );
   }
   return EXIT.ok;
@@ -103,7 +105,8 @@ export async function storeInfo(io: CliIo, reference: string, flags: StoreFlags)
     ['updated', artifact.updatedAt],
     ['store', `${store.url} (${store.kind})`],
   ];
-  for (const [label, value] of rows) if (value) io.stdout.write(`${label.padEnd(12)} ${value}\n`);
+  for (const [label, value] of rows)
+    if (value) io.stdout.write(`${label.padEnd(12)} ${safe(value)}\n`);
   return EXIT.ok;
 }
 
