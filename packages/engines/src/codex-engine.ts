@@ -4,6 +4,8 @@ import type { AgentManifest } from '@packwarden/pack-manifest';
 import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
 import { readPackPrompt } from './pack-prompt.js';
+import type { CommandWrapper } from './command-wrapper.js';
+import { sdkCodexPath, writeCodexLauncher } from './codex-launcher.js';
 import { effectiveFileAccess } from './permissions.js';
 import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
@@ -70,6 +72,8 @@ export interface CreateCodexEngineOptions {
   /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
   packDir?: string;
   manifest?: AgentManifest;
+  /** Confinement: codex starts through it (and so does everything it runs). */
+  wrap?: CommandWrapper;
 }
 
 type Json = Record<string, unknown>;
@@ -290,12 +294,40 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
       // Commands the model runs do not get even the placeholder credential.
       config.shell_environment_policy = { exclude: [CODEX_PROVIDER_KEY_ENV] };
       if (packPrompt !== undefined) config.developer_instructions = packPrompt;
+      let launcher: Awaited<ReturnType<typeof writeCodexLauncher>> | undefined;
+      if (options.wrap !== undefined) {
+        // Confinement: codex starts through the wrapper, never around it; when the launcher
+        // cannot be made, the turn fails rather than run codex unconfined.
+        const resolved =
+          options.executablePath !== undefined
+            ? { executablePath: options.executablePath, pathDirs: [] }
+            : sdkCodexPath(new sdk.Codex({ env: {} }));
+        try {
+          if (resolved === undefined) throw new Error('the SDK did not say where codex is');
+          launcher = await writeCodexLauncher({
+            wrap: options.wrap,
+            codexPath: resolved.executablePath,
+            pathDirs: resolved.pathDirs,
+            cwd: runtime.workspaceRoot,
+            env,
+            dir: join(runtime.stateDir, 'codex-launch'),
+          });
+        } catch (error) {
+          await route.close();
+          throw turnFailure(
+            'confinement_failed',
+            `codex cannot start confined: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+      }
       const codex = new sdk.Codex({
-        env,
+        env: launcher?.env ?? env,
         ...(Object.keys(config).length > 0 ? { config } : {}),
-        ...(options.executablePath !== undefined
-          ? { codexPathOverride: options.executablePath }
-          : {}),
+        ...(launcher !== undefined
+          ? { codexPathOverride: launcher.path }
+          : options.executablePath !== undefined
+            ? { codexPathOverride: options.executablePath }
+            : {}),
       });
       const model = runOptions.modelId ?? options.pack.model;
       const threadOptions: CodexThreadOptions = {
@@ -328,6 +360,7 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         );
       } finally {
         await route.close();
+        await launcher?.remove();
       }
       if (!turn.completed && turn.lastError !== undefined) {
         turn.failure ??= failure('codex_error', `Codex reported an error: ${turn.lastError}`);

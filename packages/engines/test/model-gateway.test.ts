@@ -122,13 +122,14 @@ describe('the model gateway', () => {
     const server = await upstream();
     const gateway = await gatewayFor(server.url);
     const other = await gatewayFor(server.url);
-    for (const headers of [
+    const attempts: Record<string, string>[] = [
       {},
       { 'x-api-key': 'guess' },
       { 'x-api-key': TOKEN },
       { authorization: `Bearer ${gateway.placeholder}x` },
       { 'x-api-key': other.placeholder },
-    ]) {
+    ];
+    for (const headers of attempts) {
       const answer = await send(gateway.url, '/v1/messages', headers, '{}');
       expect(answer.status).toBe(401);
     }

@@ -10,6 +10,7 @@ import {
   type ModelReply,
   type ModelRequest,
 } from './fake-model-server.js';
+import type { CommandWrapper } from '../src/index.js';
 import { cleanTemps, session, tempDir, textOf } from './helpers.js';
 import {
   REAL_TOKEN,
@@ -17,6 +18,7 @@ import {
   filesContaining,
   nativeCli,
   promptPack,
+  recordingWrapper,
   stateDir,
 } from './real-cli-helpers.js';
 
@@ -45,6 +47,7 @@ async function claudeTurn(options: {
   fileAccess?: 'read-only' | 'workspace-write' | 'full';
   baseUrlSuffix?: string;
   pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
+  wrap?: CommandWrapper;
 }) {
   const server = await startFakeModelServer(options.reply);
   servers.push(server);
@@ -56,6 +59,7 @@ async function claudeTurn(options: {
     },
     baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
     ...(options.pack ?? {}),
+    ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
   });
   const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
   const s = session(engine, runtime);
@@ -199,6 +203,36 @@ describe('the claude engine with the real Claude Code CLI', () => {
     expect(textOf(events)).toMatch(/^echo: pw-turn-[0-9a-f]{48}$/);
     expect(filesContaining(runtime.stateDir, REAL_TOKEN)).toEqual([]);
     expect(filesContaining(runtime.workspaceRoot, REAL_TOKEN)).toEqual([]);
+  });
+
+  test("behind packwarden's walls (a CommandWrapper): Claude Code starts through the wrapper, and workspace-write runs shell commands in the workspace", async () => {
+    const { wrap, log } = recordingWrapper();
+    const { runtime, events, outcome } = await claudeTurn({
+      wrap,
+      reply: oneTool('Bash', {
+        command: 'pwd > where.txt; env > env-dump.txt',
+        description: 'where',
+      }),
+    });
+    expect(outcome).toMatchObject({ type: 'result' });
+    expect(log()).toHaveLength(1);
+    expect(log()[0]).toMatch(/claude/);
+    expect(readFileSync(join(runtime.workspaceRoot, 'where.txt'), 'utf8').trim()).toBe(
+      runtime.workspaceRoot,
+    );
+    const dump = readFileSync(join(runtime.workspaceRoot, 'env-dump.txt'), 'utf8');
+    expect(dump).toContain('PW_TEST_WRAPPED=1');
+    expect(dump).not.toContain(REAL_TOKEN);
+    expect(toolEnds(events)).toEqual([expect.objectContaining({ name: 'Bash' })]);
+    expect(toolEnds(events)[0]?.isError).toBeUndefined();
+  });
+
+  test('without walls, workspace-write offers no shell: a Bash call is refused and runs nothing', async () => {
+    const { runtime, events } = await claudeTurn({
+      reply: oneTool('Bash', { command: 'touch ran.txt', description: 'try' }),
+    });
+    expect(existsSync(join(runtime.workspaceRoot, 'ran.txt'))).toBe(false);
+    expect(toolEnds(events)).toEqual([expect.objectContaining({ name: 'Bash', isError: true })]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunEvent } from '@packwarden/runner-host';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -10,6 +10,7 @@ import {
   type ModelReply,
   type ModelRequest,
 } from './fake-model-server.js';
+import type { CommandWrapper } from '../src/index.js';
 import { cleanTemps, session, tempDir, textOf } from './helpers.js';
 import {
   REAL_TOKEN,
@@ -17,6 +18,7 @@ import {
   filesContaining,
   nativeCli,
   promptPack,
+  recordingWrapper,
   stateDir,
 } from './real-cli-helpers.js';
 
@@ -50,6 +52,7 @@ async function codexTurn(options: {
   fileAccess?: 'read-only' | 'workspace-write' | 'full';
   baseUrlSuffix?: string;
   pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
+  wrap?: CommandWrapper;
 }) {
   const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
   const server = await startFakeModelServer(options.reply(runtime.workspaceRoot));
@@ -62,6 +65,7 @@ async function codexTurn(options: {
     },
     baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
     ...(options.pack ?? {}),
+    ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
   });
   const s = session(engine, runtime);
   const { events, outcome } = await s.run({
@@ -185,5 +189,31 @@ describe('the codex engine with the real codex CLI', () => {
     );
     expect(developer).toContain('SYSTEM-PROMPT-MARKER-3141');
     expect(developer).toContain('AGENTS-MD-MARKER-2718');
+  });
+
+  test("behind packwarden's walls (a CommandWrapper): codex starts through the wrapper, its commands inherit the wrapped environment, the launcher is gone afterwards", async () => {
+    const { wrap, log } = recordingWrapper();
+    const { runtime, outcome } = await codexTurn({
+      wrap,
+      reply: command(() => 'env > env-dump.txt'),
+    });
+    expect(outcome).toMatchObject({ type: 'result' });
+    expect(log()).toHaveLength(1);
+    expect(log()[0]).toMatch(/codex$/);
+    const dump = readFileSync(join(runtime.workspaceRoot, 'env-dump.txt'), 'utf8');
+    expect(dump).toContain('PW_TEST_WRAPPED=1');
+    expect(dump).not.toContain(REAL_TOKEN);
+    expect(readdirSync(join(runtime.stateDir, 'codex-launch'))).toEqual([]);
+  });
+
+  test('a wrapper that drops the command arguments fails the turn (confinement_failed) before codex starts', async () => {
+    const { wrap, log } = recordingWrapper();
+    const { server, outcome } = await codexTurn({
+      wrap: (given) => ({ ...wrap(given), args: ['-c', 'exit 0'] }),
+      reply: () => () => ({ text: 'never' }),
+    });
+    expect(outcome).toMatchObject({ type: 'failed', error: { code: 'confinement_failed' } });
+    expect(server.requests).toEqual([]);
+    expect(log()).toEqual([]);
   });
 });

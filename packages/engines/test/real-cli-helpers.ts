@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parsePackManifest, type AgentManifest } from '@packwarden/pack-manifest';
+import type { CommandWrapper } from '../src/index.js';
 import { tempDir } from './helpers.js';
 
 /** The token the run frame carries: it must reach the fake model server and nothing else. */
@@ -95,4 +96,28 @@ spec:
   writeFileSync(join(packDir, 'prompts', 'system.md'), system);
   writeFileSync(join(packDir, 'AGENTS.md'), agents);
   return { packDir, manifest: parsePackManifest(yaml) };
+}
+
+/**
+ * A command wrapper (the confinement seam) that records each command it starts in a host-side
+ * log and marks the environment, then runs the command as given.
+ */
+export function recordingWrapper(): { wrap: CommandWrapper; log: () => string[] } {
+  const logFile = join(tempDir(), 'wrapped.log');
+  return {
+    wrap: (command) => ({
+      file: '/bin/sh',
+      args: [
+        '-c',
+        'printf "%s\\n" "$1" >> "$PW_TEST_WRAP_LOG"; exec "$@"',
+        'sh',
+        command.file,
+        ...command.args,
+      ],
+      cwd: command.cwd,
+      env: { ...command.env, PW_TEST_WRAPPED: '1', PW_TEST_WRAP_LOG: logFile },
+    }),
+    log: () =>
+      existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean) : [],
+  };
 }
