@@ -8,7 +8,7 @@
 // "x\n::add-mask::…" or "a##[stop-commands]t". The runner reads workflow commands from every line
 // of the step's stdout and stderr: `::command …::data` at the start of a line (after leading
 // whitespace), the legacy `##[command …]data` anywhere in a line, and it splits lines on CR as
-// well as LF. So (README "GitHub Action", "What the action prints"):
+// well as LF. So (apps/cli/README.md "GitHub Action", "What it prints"):
 //  - every plain log line starts with a word this script chooses, never with a value;
 //  - values in plain lines are %-escaped (`%`, CR, LF, every other control character, bidi
 //    controls, and `[`), so no value can end a line or form a command; decodeURIComponent undoes it;

@@ -7,7 +7,7 @@
 #
 # Nothing from a pack reaches the log unescaped: packwarden's stdout is the JSON report (read by
 # report.mjs, never printed), its stderr is printed by report.mjs escaped line by line, and the
-# only values this script echoes itself are checked inputs (README "GitHub Action").
+# only values this script echoes itself are checked inputs (apps/cli/README.md "GitHub Action").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -54,8 +54,9 @@ Docs: https://github.com/packwarden/packwarden#readme`,
 }
 
 /**
- * The variables packwarden reads (README "Environment"), each also under its `AGENTHIPPO_*`
- * alias through pack-manifest's one lookup. Secrets are reported as set, never shown.
+ * The variables packwarden reads (apps/cli/README.md "Environment"), each also under its
+ * `AGENTHIPPO_*` alias through pack-manifest's one lookup. Secrets are reported as set, never
+ * shown.
  */
 const VARIABLES: ReadonlyArray<{
   name: string;
@@ -134,8 +135,9 @@ function wantsJson(argv: readonly string[]): boolean {
 }
 
 /**
- * The one error document every `--json` failure prints on stdout (README "JSON output"), so a
- * script reading stdout always gets JSON: `{schemaVersion, error: {code, message, hint}, exitCode}`.
+ * The one error document every `--json` failure prints on stdout (apps/cli/README.md "JSON
+ * output"), so a script reading stdout always gets JSON:
+ * `{schemaVersion, error: {code, message, hint}, exitCode}`.
  */
 function printJsonError(
   io: CliIo,

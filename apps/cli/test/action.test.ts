@@ -280,7 +280,7 @@ const shown = (value: string) =>
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 
-/** The log escaping documented in action/report.mjs (README "GitHub Action"). */
+/** The log escaping documented in action/report.mjs (apps/cli/README.md "GitHub Action"). */
 function encodeForLog(value: string): string {
   return value
     .replace(/%/g, '%25')

@@ -19,11 +19,11 @@ interface JsonOption {
 const manifestLibrary = () => import('@packwarden/pack-manifest');
 
 /**
- * Resolves a `<pack>` argument the way every pack command does (README "Naming a pack"): a path
- * is a path; a bare name is an installed pack, unless a folder of that name exists in the
- * current directory. Then the command refuses as ambiguous rather than guess: verifying or
- * signing the installed copy while the user meant the folder (or the reverse) reports on the
- * wrong code. `./name` names the folder, the installed pack's path names the pack.
+ * Resolves a `<pack>` argument the way every pack command does (apps/cli/README.md "Naming a
+ * pack"): a path is a path; a bare name is an installed pack, unless a folder of that name
+ * exists in the current directory. Then the command refuses as ambiguous rather than guess:
+ * verifying or signing the installed copy while the user meant the folder (or the reverse)
+ * reports on the wrong code. `./name` names the folder, the installed pack's path names the pack.
  */
 export async function resolvePackArgument(io: CliIo, ref: string): Promise<ResolvedPack> {
   const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
