@@ -4,7 +4,6 @@ import { FrameWriter, readFrames, type DecodeError, type InputBudget } from './c
 import type {
   EngineEmitter,
   EngineRunOptions,
-  QuestionOutcome,
   QuestionRequest,
   RunnerEngine,
   ToolEndEvent,
@@ -16,16 +15,23 @@ import {
   SUPPORTED_PROTOCOLS,
   parseDriverFrame,
   requestedFileAccess,
-  type AnswerFrame,
   type Capabilities,
   type DriverFrame,
   type HelloFrame,
   type LogLevel,
   type PeerInfo,
-  type QuestionOutcomeKind,
   type RunFrame,
-  type WireError,
 } from './frames.js';
+import {
+  HOST_LIMITS,
+  capPayload,
+  capString,
+  frameSecrets,
+  nonNegative,
+  splitDelta,
+  toWireError,
+} from './host-limits.js';
+import { QuestionRegistry } from './question-registry.js';
 import { DeltaRedactor, MAX_RUN_SECRETS, SecretSet, StreamScrubber } from './redactor.js';
 
 /** A diagnostic from the host, already scrubbed of secrets. */
@@ -122,22 +128,10 @@ export interface RunnerHost {
 }
 
 const DEFAULT_HOST: PeerInfo = { name: '@packwarden/runner-host' };
-const MAX_TEXT_FIELD = 1024 * 1024;
-const MAX_NAME_FIELD = 4096;
-const MAX_CODE_FIELD = 128;
-const MAX_TOOL_PAYLOAD = 1024 * 1024;
-const MAX_DELTA_PIECE = 32 * 1024;
-const MAX_QUESTION_OPTIONS = 256;
-const MAX_REMEMBERED_RUN_IDS = 1024;
-const WIRE_CODE = /^[a-z][a-z0-9_]{0,63}$/;
-
-interface PendingQuestion {
-  run: ActiveRun;
-  questionId: string;
-  options: readonly string[] | undefined;
-  timer: unknown;
-  resolve: (outcome: QuestionOutcome) => void;
-}
+const MAX_TEXT_FIELD = HOST_LIMITS.textFieldChars;
+const MAX_NAME_FIELD = HOST_LIMITS.nameFieldChars;
+const MAX_CODE_FIELD = HOST_LIMITS.codeFieldChars;
+const MAX_REMEMBERED_RUN_IDS = HOST_LIMITS.rememberedRunIds;
 
 interface ActiveRun {
   runId: string;
@@ -157,86 +151,8 @@ interface ActiveRun {
   logLevel: LogLevel;
   /** Unpins the run's secrets (they stay remembered). */
   releaseSecrets: () => void;
-  questions: Set<PendingQuestion>;
   finished: Promise<void>;
   markFinished: () => void;
-}
-
-function capString(value: string, max: number): string {
-  if (value.length <= max) return value;
-  let end = max;
-  const code = value.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
-  return `${value.slice(0, end)}…[truncated]`;
-}
-
-function capPayload(value: unknown): { value?: unknown; truncated: boolean } {
-  if (value === undefined) return { truncated: false };
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(value);
-  } catch {
-    return { value: capString(String(value), MAX_TOOL_PAYLOAD), truncated: true };
-  }
-  if (json === undefined) return { truncated: false };
-  if (json.length <= MAX_TOOL_PAYLOAD)
-    return { value: JSON.parse(json) as unknown, truncated: false };
-  return { value: capString(json, MAX_TOOL_PAYLOAD), truncated: true };
-}
-
-function splitDelta(delta: string): string[] {
-  if (delta.length <= MAX_DELTA_PIECE) return [delta];
-  const pieces: string[] = [];
-  let start = 0;
-  while (start < delta.length) {
-    let end = Math.min(start + MAX_DELTA_PIECE, delta.length);
-    const code = delta.charCodeAt(end - 1);
-    if (end < delta.length && code >= 0xd800 && code <= 0xdbff) end -= 1;
-    pieces.push(delta.slice(start, end));
-    start = end;
-  }
-  return pieces;
-}
-
-function toWireError(error: unknown): WireError {
-  const candidate = error as { code?: unknown; retryable?: unknown; message?: unknown } | null;
-  const code =
-    candidate !== null &&
-    typeof candidate === 'object' &&
-    typeof candidate.code === 'string' &&
-    WIRE_CODE.test(candidate.code)
-      ? candidate.code
-      : 'engine_error';
-  const message =
-    candidate !== null && typeof candidate === 'object' && typeof candidate.message === 'string'
-      ? candidate.message
-      : String(error);
-  return {
-    code,
-    message: capString(message || 'engine failed', MAX_TEXT_FIELD),
-    retryable: candidate !== null && typeof candidate === 'object' && candidate.retryable === true,
-  };
-}
-
-/** Every secret-bearing string of a (possibly invalid) `run` frame, secret-length or not. */
-function frameSecrets(frame: Record<string, unknown>): string[] {
-  const values: string[] = [];
-  for (const value of [frame.modelToken, frame.gatewaySessionKey]) {
-    if (typeof value === 'string') values.push(value);
-  }
-  const env = frame.turnEnv;
-  if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
-    for (const value of Object.values(env)) if (typeof value === 'string') values.push(value);
-  }
-  return values;
-}
-
-function nonNegative(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) {
-    throw new RunnerHostError('ERR_INVALID_OPTIONS', `${name} must be a non-negative number`);
-  }
-  return value;
 }
 
 const defaultTimers: HostTimers = {
@@ -291,8 +207,6 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   let driverCapabilities: Capabilities = {};
   let currentNativeSessionId = options.nativeSessionId;
   let activeRun: ActiveRun | undefined;
-  let questionCounter = 0;
-  const questions = new Map<string, PendingQuestion>();
   const rememberedRunIds = new Set<string>();
   const maintenance = new Map<string, Promise<void>>();
   let resolveDone!: (exit: RunnerHostExit) => void;
@@ -375,23 +289,14 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     return writer.whenWritable();
   }
 
-  function resolveQuestion(question: PendingQuestion, outcome: QuestionOutcome): void {
-    if (!questions.delete(question.questionId)) return;
-    question.run.questions.delete(question);
-    timers.clearTimeout(question.timer);
-    if (!question.run.ended) {
-      runEvent(question.run, {
-        type: 'question_resolved',
-        questionId: question.questionId,
-        outcome: outcome.outcome,
-      });
-    }
-    question.resolve(outcome);
-  }
-
-  function resolveAllQuestions(run: ActiveRun, outcome: QuestionOutcomeKind & 'cancelled'): void {
-    for (const question of [...run.questions]) resolveQuestion(question, { outcome });
-  }
+  const questionRegistry = new QuestionRegistry<ActiveRun>({
+    timers,
+    timeoutMs: questionTimeoutMs,
+    maxPendingPerRun: maxPendingQuestions,
+    driverAnswers: () => driverCapabilities.questions === true,
+    emit: (run, frame) => runEvent(run, frame),
+    log,
+  });
 
   function makeEmitter(run: ActiveRun): EngineEmitter {
     const live = () => !run.ended && !run.muted;
@@ -453,7 +358,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
         runEvent(run, { type: 'session', nativeSessionId: capped });
         return afterEmit(run);
       },
-      question: (request: QuestionRequest) => ask(run, request),
+      question: (request: QuestionRequest) => questionRegistry.ask(run, request),
       log: (level, message) => {
         if (!live()) return;
         run.logLevel = level;
@@ -463,64 +368,9 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     };
   }
 
-  function ask(run: ActiveRun, request: QuestionRequest): Promise<QuestionOutcome> {
-    if (run.ended || run.stopping !== undefined) return Promise.resolve({ outcome: 'cancelled' });
-    if (driverCapabilities.questions !== true) {
-      runEvent(run, {
-        type: 'warning',
-        code: 'question_auto_declined',
-        message:
-          'the driver did not announce the "questions" capability; the question was declined',
-      });
-      return Promise.resolve({ outcome: 'declined' });
-    }
-    if (run.questions.size >= maxPendingQuestions) {
-      runEvent(run, {
-        type: 'warning',
-        code: 'question_limit',
-        message: `more than ${maxPendingQuestions} questions pending; the question was declined`,
-      });
-      return Promise.resolve({ outcome: 'declined' });
-    }
-    questionCounter += 1;
-    const questionId = `q${questionCounter}`;
-    const choices = Array.isArray(request.options)
-      ? request.options
-          .slice(0, MAX_QUESTION_OPTIONS)
-          .map((o) => capString(String(o), MAX_NAME_FIELD))
-      : undefined;
-    const timeoutMs = Math.min(
-      typeof request.timeoutMs === 'number' && request.timeoutMs >= 0
-        ? request.timeoutMs
-        : questionTimeoutMs,
-      questionTimeoutMs,
-    );
-    return new Promise<QuestionOutcome>((resolve) => {
-      const question: PendingQuestion = {
-        run,
-        questionId,
-        options: choices,
-        timer: undefined,
-        resolve,
-      };
-      questions.set(questionId, question);
-      run.questions.add(question);
-      runEvent(run, {
-        type: 'question',
-        questionId,
-        prompt: capString(String(request.prompt), MAX_TEXT_FIELD),
-        ...(choices !== undefined ? { options: choices } : {}),
-      });
-      question.timer = timers.setTimeout(
-        () => resolveQuestion(question, { outcome: 'timeout' }),
-        timeoutMs,
-      );
-    });
-  }
-
   function finishRun(run: ActiveRun, terminal: Record<string, unknown>): void {
     if (run.ended) return;
-    resolveAllQuestions(run, 'cancelled');
+    questionRegistry.cancelAll(run);
     if (!run.muted) {
       // The streams end here: what was held as a possible secret prefix did not become one.
       flushDeltas(run);
@@ -560,7 +410,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     if (run.ended || run.stopping !== undefined) return;
     run.stopping = reason;
     run.controller.abort(new RunnerHostError('ERR_RUN_ENDED', `run ${reason}`));
-    resolveAllQuestions(run, 'cancelled');
+    questionRegistry.cancelAll(run);
     run.graceTimer = timers.setTimeout(() => {
       if (run.ended) return;
       const request: KillRequest = { runId: run.runId, engineId: run.engine.id, reason };
@@ -722,7 +572,6 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       logLevel: 'info',
       // Pinned, never evicted while the run lives, however many secrets other frames bring.
       releaseSecrets: secrets.pin(runSecrets),
-      questions: new Set(),
       finished,
       markFinished,
     };
@@ -752,40 +601,6 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
           else finishRun(run, { type: 'failed', error: toWireError(error) });
         },
       );
-  }
-
-  function handleAnswer(frame: AnswerFrame): void {
-    const question = questions.get(frame.questionId);
-    if (
-      question === undefined ||
-      (frame.runId !== undefined && frame.runId !== question.run.runId)
-    ) {
-      log(
-        'warn',
-        `no pending question ${frame.questionId}; answer ignored`,
-        'unknown_question',
-        frame.runId,
-      );
-      return;
-    }
-    if (frame.decline === true) {
-      resolveQuestion(question, { outcome: 'declined' });
-      return;
-    }
-    const selected = frame.selected ?? [];
-    if (question.options !== undefined && selected.some((s) => !question.options?.includes(s))) {
-      log(
-        'warn',
-        `answer to ${frame.questionId} selects an unknown option; ignored`,
-        'invalid_answer',
-      );
-      return;
-    }
-    resolveQuestion(question, {
-      outcome: 'answered',
-      selected,
-      ...(frame.freeText !== undefined ? { freeText: frame.freeText } : {}),
-    });
   }
 
   function handleHello(frame: HelloFrame): void {
@@ -842,7 +657,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
           log('warn', 'send "hello" first; frame ignored', 'not_initialized');
           return;
         }
-        return handleAnswer(frame);
+        return questionRegistry.answer(frame);
     }
   }
 
