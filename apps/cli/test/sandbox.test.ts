@@ -930,3 +930,46 @@ echo "{\\"type\\":\\"text\\",\\"delta\\":\\"$v\\"}"`,
     }
   });
 });
+
+describe('socket mode: a live socket is never taken over', () => {
+  test('a second sandbox on the same socket refuses (exit 1) and the first keeps serving', async () => {
+    const state = dir();
+    const socket = join(state, 'live.sock');
+    const first = startCli([
+      'sandbox',
+      '--agent',
+      probePack,
+      '--socket',
+      socket,
+      '--state-dir',
+      state,
+    ]);
+    try {
+      await until(() => first.out.stderr.includes('listening on'), 15_000, 'the socket');
+      const second = packwarden([
+        'sandbox',
+        '--agent',
+        probePack,
+        '--socket',
+        socket,
+        '--state-dir',
+        dir(),
+      ]);
+      expect(second.status).toBe(1);
+      expect(second.stderr).toContain('another host is serving');
+      const { client } = await connectRunnerSocket(socket);
+      const events: string[] = [];
+      const outcome = await client.run(
+        { message: 'ping' },
+        { onEvent: (event) => event.type === 'text' && events.push(event.delta) },
+      ).outcome;
+      expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+      expect(events.join('')).toBe('echo:ping');
+      await client.shutdown();
+    } finally {
+      first.child.kill('SIGTERM');
+      expect(await first.exit).toBe(0);
+    }
+    expect(existsSync(socket)).toBe(false);
+  });
+});

@@ -1,12 +1,12 @@
-import { chmod, lstat, unlink } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
 import { PassThrough, type Writable } from 'node:stream';
 import type { EngineRuntime } from '@packwarden/engines';
 import { readPackwardenFlag } from '@packwarden/pack-manifest';
 import {
   SecretSet,
+  serveRunnerSocket,
   startRunnerHost,
+  type RunnerSocketServer,
   type PeerInfo,
   type RunnerHostLogEntry,
   type RunnerHostOptions,
@@ -66,40 +66,6 @@ function positiveInteger(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 0)
     throw new SandboxError('ERR_INVALID_OPTIONS', `${name} must be a non-negative integer`);
   return value;
-}
-
-/** Removes a stale socket left by a previous run; refuses to remove anything else. */
-async function removeStaleSocket(path: string): Promise<void> {
-  const info = await lstat(path).catch(() => undefined);
-  if (info === undefined) return;
-  if (!info.isSocket()) {
-    throw new SandboxError(
-      'ERR_SOCKET',
-      `refusing to replace ${path}: it exists and is not a socket`,
-    );
-  }
-  await unlink(path);
-}
-
-async function listen(server: Server, path: string): Promise<void> {
-  // 0660 from the start (umask), and chmod in case the umask was wider than ours.
-  const previous = process.umask(0o117);
-  try {
-    await new Promise<void>((ok, fail) => {
-      server.once('error', fail);
-      server.listen(path, () => {
-        server.off('error', fail);
-        ok();
-      });
-    });
-  } catch (cause) {
-    throw new SandboxError('ERR_SOCKET', `cannot listen on ${path}: ${(cause as Error).message}`, {
-      cause,
-    });
-  } finally {
-    process.umask(previous);
-  }
-  await chmod(path, 0o660);
 }
 
 /**
@@ -190,12 +156,12 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     return { input, end };
   };
   let stopping = false;
-  let server: Server | undefined;
+  let closeSocket: (() => void) | undefined;
   const stopAll = () => {
     if (stopping) return;
     stopping = true;
     log('info', 'closing');
-    server?.close();
+    closeSocket?.();
     for (const end of sessions) end();
   };
   if (options.signal?.aborted === true) stopAll();
@@ -208,23 +174,25 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
       await host.done;
     } else {
       const path = resolve(cwd, options.transport.path);
-      await removeStaleSocket(path);
-      const running = new Set<Promise<unknown>>();
-      server = createServer({ allowHalfOpen: true }, (socket) => {
-        socket.on('error', () => {});
-        const { input, end } = sessionInput(socket);
-        const done = startRunnerHost({ ...hostOptions(), input, output: socket }).done.then(() => {
-          sessions.delete(end);
-          running.delete(done);
-          socket.destroy();
-        });
-        running.add(done);
-        if (stopping) end();
-      });
-      await listen(server, path);
+      // runner-host's socket server: a live socket of another sandbox is never taken over, a
+      // stale one is removed, connections and their buffered input are bounded, and on close
+      // only our own socket file is removed (docs/sandbox.md, "Socket mode").
+      let socketServer: RunnerSocketServer;
+      try {
+        socketServer = await serveRunnerSocket(path, { session: hostOptions });
+      } catch (cause) {
+        throw new SandboxError(
+          'ERR_SOCKET',
+          `cannot listen on ${path}: ${(cause as Error).message}`,
+          { cause },
+        );
+      }
       log('info', `listening on ${path}`);
-      await new Promise<void>((closed) => server?.once('close', closed));
-      await Promise.allSettled([...running]);
+      await new Promise<void>((stopped) => {
+        if (stopping) stopped();
+        else closeSocket = stopped;
+      });
+      await socketServer.close();
     }
   } finally {
     options.signal?.removeEventListener('abort', stopAll);
