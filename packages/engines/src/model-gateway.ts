@@ -9,6 +9,7 @@ import {
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { MIN_SECRET_LENGTH } from '@packwarden/runner-host';
 
 /** How the engine CLI presents its credential (and how the upstream receives the real one). */
 export type GatewayCredentialStyle = 'x-api-key' | 'bearer';
@@ -243,12 +244,17 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
             out[name] = value;
           }
           response.writeHead(answer.statusCode ?? 502, out);
-          const scrubber = new StreamScrubber(options.token, placeholder);
+          // A token shorter than a secret can be (runner-host's MIN_SECRET_LENGTH) is not
+          // scrubbed: replacing every "x" would corrupt the stream and hide nothing.
+          const scrubber =
+            options.token.length >= MIN_SECRET_LENGTH
+              ? new StreamScrubber(options.token, placeholder)
+              : undefined;
           answer.on('data', (chunk: Buffer) => {
-            const clean = scrubber.push(chunk);
+            const clean = scrubber === undefined ? chunk : scrubber.push(chunk);
             if (clean.length > 0) response.write(clean);
           });
-          answer.on('end', () => response.end(scrubber.end()));
+          answer.on('end', () => response.end(scrubber?.end()));
           answer.on('error', () => response.destroy());
         },
       );

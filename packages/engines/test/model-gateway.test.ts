@@ -187,6 +187,17 @@ describe('the model gateway', () => {
     expect(server.seen[0]?.headers['accept-encoding']).toBe('identity');
   });
 
+  test('a token shorter than a secret can be is not scrubbed from answers: the stream stays intact (fuzz finding: token "x" turned exec_command into e<placeholder>ec_command)', async () => {
+    const server = await upstream(() => ['{"name":"exec_command","x":1}']);
+    const gateway = await startModelGateway({ upstream: server.url, token: 'x', style: 'bearer' });
+    closers.push(() => gateway.close());
+    const answer = await send(gateway.url, '/v1/responses', {
+      authorization: `Bearer ${gateway.placeholder}`,
+    });
+    expect(answer.text).toBe('{"name":"exec_command","x":1}');
+    expect(server.seen[0]?.headers.authorization).toBe('Bearer x');
+  });
+
   test('a closed gateway accepts nothing (the placeholder is worthless after the turn)', async () => {
     const server = await upstream();
     const gateway = await startModelGateway({
