@@ -4,6 +4,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { parse } from 'yaml';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, repoRoot, tempDir } from './helpers.js';
@@ -454,5 +455,75 @@ describe('the Action installs the packwarden release it was tagged with', () => 
     // Node 20 reached end-of-life on 2026-04-30; 24 is an LTS line.
     expect(Number(action.inputs['node-version'].default)).toBeGreaterThanOrEqual(24);
     expect(action.inputs['packwarden-version'].default).toBe('');
+  });
+});
+
+describe('report.mjs against generated hostile names (property)', () => {
+  test('for 300 generated names, the runner sees exactly one annotation per refused pack, values intact', () => {
+    const pieces = fc.constantFrom(
+      '\n',
+      '\r',
+      '\r\n',
+      '::',
+      '::add-mask::',
+      '::error::',
+      '::stop-commands::',
+      '##[',
+      '##[add-mask]',
+      ']',
+      '%',
+      '%0A',
+      '%25',
+      ',',
+      ':',
+      ' ',
+      '\t',
+      '\u001b[2J',
+      '\u202e',
+      '\u0085',
+      '\u2028',
+      'a',
+      'é',
+      '名',
+    );
+    const names = fc.sample(
+      fc.array(pieces, { minLength: 1, maxLength: 12 }).map((parts) => parts.join('')),
+      { numRuns: 300, seed: 20261201 },
+    );
+    const dir = tempDir();
+    const packs = names.map((name, i) => ({
+      relativeDir: `packs/${i}/${name}`,
+      kind: i % 3 === 0 ? 'unsigned' : 'invalid',
+      failed: i % 3 !== 2,
+      result: i % 3 === 1 ? { pack: `p${name}`, packVersion: `1.0.0${name}` } : {},
+      refusal: { title: `title ${name}`, detail: `detail ${name}`, fix: `fix ${name}` },
+    }));
+    const reportFile = join(dir, 'report.json');
+    writeFileSync(
+      reportFile,
+      JSON.stringify({ packs, summary: { verified: 0, unsigned: 0, failed: packs.length } }),
+    );
+    writeFileSync(join(dir, 'stderr.txt'), names.join('\n'));
+    const result = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'action', 'report.mjs'), reportFile, join(dir, 'stderr.txt')],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH },
+      },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const commands = runnerCommands(result.stdout + result.stderr);
+    const refused = packs.filter((pack) => pack.failed);
+    expect(commands).toHaveLength(refused.length);
+    refused.forEach((pack, i) => {
+      const file = `${pack.relativeDir}/${pack.kind === 'unsigned' ? 'agent.yaml' : 'pack.sig'}`;
+      expect(commands[i]!.command).toBe('error');
+      expect(commands[i]!.properties.file).toBe(shown(file));
+      expect(commands[i]!.data).toBe(
+        shown(`${pack.refusal.title}: ${pack.refusal.detail}\nFix: ${pack.refusal.fix}`),
+      );
+    });
+    expect(UNSAFE.test(result.stdout)).toBe(false);
   });
 });
