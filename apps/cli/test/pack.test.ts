@@ -323,6 +323,19 @@ describe('terminal control sequences from a pack are shown, never obeyed', () =>
   });
 });
 
+describe('pack list: a poisoned current.txt is shown, never obeyed', () => {
+  test('C1 CSI and a bidi override in current.txt reach the listing as visible escapes', async () => {
+    const home = tempDir();
+    mkdirSync(join(home, 'agents', 'evil-pack'), { recursive: true });
+    writeFileSync(join(home, 'agents', 'evil-pack', 'current.txt'), '\u009b2J\u202e1.0.0');
+    const list = await cli(['pack', 'list'], { env: { PACKWARDEN_HOME: home }, cwd: tempDir() });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^evil-pack /m);
+    expect(list.stdout).not.toMatch(/[\u009b\u202e]/);
+    expect(list.stdout).toContain('\\x9b2J\\u202e1.0.0');
+  });
+});
+
 describe('colours follow the stream: NO_COLOR and FORCE_COLOR', () => {
   /** A stream with Node's own tty.WriteStream#hasColors, as `packwarden run` gets on a terminal. */
   function terminal(): CliOutput & { text: string } {
