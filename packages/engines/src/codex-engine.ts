@@ -6,6 +6,7 @@ import type { PackEngine, PackIdentity } from './pack-engine.js';
 import { readPackPrompt } from './pack-prompt.js';
 import type { CommandWrapper } from './command-wrapper.js';
 import { sdkCodexPath, writeCodexLauncher } from './codex-launcher.js';
+import { refusedCalls } from './codex-rollout.js';
 import { effectiveFileAccess } from './permissions.js';
 import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
@@ -96,6 +97,7 @@ class CodexTurn {
   failure: { code: string; message: string } | undefined;
   completed = false;
   lastError: string | undefined;
+  threadId: string | undefined;
 
   constructor(emitter: EngineEmitter) {
     this.#emitter = emitter;
@@ -105,8 +107,10 @@ class CodexTurn {
     if (!isObject(event)) return;
     switch (event.type) {
       case 'thread.started':
-        if (typeof event.thread_id === 'string' && event.thread_id !== '')
+        if (typeof event.thread_id === 'string' && event.thread_id !== '') {
+          this.threadId = event.thread_id;
           await this.#emitter.session(event.thread_id);
+        }
         return;
       case 'item.started':
       case 'item.updated':
@@ -361,6 +365,27 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
       } finally {
         await route.close();
         await launcher?.remove();
+      }
+      const threadId = turn.threadId ?? runOptions.nativeSessionId;
+      if (!signal.aborted && turn.completed && threadId !== undefined) {
+        // Calls codex refused itself never reach its event stream: report them from its
+        // session rollout, so the run shows every tool call the model made.
+        const refused = await refusedCalls(env.CODEX_HOME, threadId);
+        if (refused === undefined) {
+          await emitter.warning(
+            'codex_rollout_unreadable',
+            'the codex session rollout could not be read: tool calls codex refused itself are not reported',
+          );
+        }
+        for (const call of refused ?? []) {
+          await emitter.toolStart({ toolCallId: call.callId, name: call.name, input: call.input });
+          await emitter.toolEnd({
+            toolCallId: call.callId,
+            name: call.name,
+            output: call.output,
+            isError: true,
+          });
+        }
       }
       if (!turn.completed && turn.lastError !== undefined) {
         turn.failure ??= failure('codex_error', `Codex reported an error: ${turn.lastError}`);

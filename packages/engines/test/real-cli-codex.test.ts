@@ -134,7 +134,7 @@ describe('the codex engine with the real codex CLI', () => {
     expect(textOf(events)).toBe('both done');
   });
 
-  test('workspace-write: a command, a patch and an escalation writing outside the workspace (also under /tmp) are refused; nothing is written', async () => {
+  test('workspace-write: a command, a patch and an escalation writing outside the workspace (also under /tmp) are refused, each with a failed tool frame; nothing is written', async () => {
     const outsideDir = stateDir();
     const tmpDir = tempDir();
     const attempts = [
@@ -146,10 +146,26 @@ describe('the codex engine with the real codex CLI', () => {
         justification: 'please',
       }),
     ];
+    const ends: RunEvent[][] = [];
     for (const reply of attempts) {
-      const { outcome } = await codexTurn({ reply });
+      const { outcome, events } = await codexTurn({ reply });
       expect(outcome).toMatchObject({ type: 'result' });
+      ends.push(toolEnds(events));
     }
+    // Every attempt shows as a failed tool call, including those codex refused itself (the
+    // patch and the escalation never reach its event stream: read from its rollout).
+    for (const attempt of ends) {
+      expect(attempt).toHaveLength(1);
+      expect(attempt[0]).toMatchObject({ isError: true });
+    }
+    expect(ends[2]?.[0]).toMatchObject({
+      name: 'exec_command',
+      output: expect.stringMatching(/patch rejected/),
+    });
+    expect(ends[3]?.[0]).toMatchObject({
+      name: 'exec_command',
+      output: expect.stringMatching(/approval policy is Never/),
+    });
     for (const name of ['by-command.txt', 'by-patch.txt', 'by-escalation.txt'])
       expect(existsSync(join(outsideDir, name))).toBe(false);
     expect(existsSync(join(tmpDir, 'by-command-tmp.txt'))).toBe(false);

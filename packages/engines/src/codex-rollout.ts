@@ -1,0 +1,156 @@
+import { open, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Bounds on what is read of a codex session rollout (it is codex's file, not ours). */
+export const ROLLOUT_LIMITS = Object.freeze({
+  /** Bytes of the rollout file read (its end: the turn that just ran). */
+  maxBytes: 16 * 1024 * 1024,
+  /** Folders visited under `$CODEX_HOME/sessions` while looking for it. */
+  maxEntries: 10_000,
+  /** Refused calls reported per turn. */
+  maxCalls: 1000,
+});
+
+/** A tool call codex refused itself (no item of it reached the event stream). */
+export interface RefusedCall {
+  callId: string;
+  name: string;
+  input: unknown;
+  output: string;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+async function findRollout(
+  dir: string,
+  threadId: string,
+  budget: { left: number },
+): Promise<string | undefined> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    budget.left -= 1;
+    if (budget.left <= 0) return undefined;
+    const path = join(dir, entry.name);
+    if (
+      entry.isFile() &&
+      entry.name.startsWith('rollout-') &&
+      entry.name.endsWith(`-${threadId}.jsonl`)
+    )
+      return path;
+    if (entry.isDirectory()) {
+      const found: string | undefined = await findRollout(path, threadId, budget);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+async function readTail(path: string, maxBytes: number): Promise<string> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const length = Math.min(size, maxBytes);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    const text = buffer.toString('utf8');
+    // A cut first line is not JSON: drop it.
+    return size > maxBytes ? text.slice(text.indexOf('\n') + 1) : text;
+  } finally {
+    await handle.close();
+  }
+}
+
+const turnOf = (payload: Json): unknown =>
+  payload.turn_id ??
+  (isObject(payload.internal_chat_message_metadata_passthrough)
+    ? payload.internal_chat_message_metadata_passthrough.turn_id
+    : undefined);
+
+/**
+ * The tool calls of the last turn of thread `threadId` that codex answered itself without running
+ * them (a patch outside the writable roots, an escalation under `approval_policy = never`, an
+ * unknown tool): its JSONL event stream carries no item for them, so the engine reads them from
+ * the session rollout in `$CODEX_HOME/sessions` (engines README, "Tool frames"). A call counts as
+ * run when an `item_completed` event of the turn carries its call id. Best effort and bounded:
+ * an unreadable rollout gives `undefined`.
+ */
+export async function refusedCalls(
+  codexHome: string,
+  threadId: string,
+): Promise<RefusedCall[] | undefined> {
+  const path = await findRollout(join(codexHome, 'sessions'), threadId, {
+    left: ROLLOUT_LIMITS.maxEntries,
+  });
+  if (path === undefined) return undefined;
+  let text: string;
+  try {
+    text = await readTail(path, ROLLOUT_LIMITS.maxBytes);
+  } catch {
+    return undefined;
+  }
+  const records: Json[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const record: unknown = JSON.parse(line);
+      if (isObject(record) && isObject(record.payload)) records.push(record);
+    } catch {
+      // A line codex is still writing, or one cut by the bound: skipped.
+    }
+  }
+  let turn: unknown;
+  for (const record of records) {
+    const payload = record.payload as Json;
+    if (record.type === 'event_msg' && payload.type === 'task_started') turn = payload.turn_id;
+  }
+  if (turn === undefined) return undefined;
+  const calls = new Map<string, { name: string; input: unknown }>();
+  const outputs = new Map<string, string>();
+  const ran = new Set<string>();
+  for (const record of records) {
+    const payload = record.payload as Json;
+    if (turnOf(payload) !== turn) continue;
+    if (record.type === 'response_item' && typeof payload.call_id === 'string') {
+      if (payload.type === 'function_call' || payload.type === 'custom_tool_call') {
+        let input: unknown = payload.arguments ?? payload.input;
+        if (typeof input === 'string') {
+          try {
+            input = JSON.parse(input);
+          } catch {
+            // Free-form input (a patch): kept as text.
+          }
+        }
+        calls.set(payload.call_id, { name: String(payload.name), input });
+      } else if (
+        payload.type === 'function_call_output' ||
+        payload.type === 'custom_tool_call_output'
+      ) {
+        outputs.set(
+          payload.call_id,
+          typeof payload.output === 'string' ? payload.output : JSON.stringify(payload.output),
+        );
+      }
+    } else if (
+      record.type === 'event_msg' &&
+      payload.type === 'item_completed' &&
+      isObject(payload.item) &&
+      typeof payload.item.id === 'string'
+    ) {
+      ran.add(payload.item.id);
+    }
+  }
+  const refused: RefusedCall[] = [];
+  for (const [callId, call] of calls) {
+    if (ran.has(callId) || !outputs.has(callId)) continue;
+    refused.push({ callId, ...call, output: outputs.get(callId) ?? '' });
+    if (refused.length >= ROLLOUT_LIMITS.maxCalls) break;
+  }
+  return refused;
+}
