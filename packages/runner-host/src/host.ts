@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { FrameWriter, readFrames, type DecodeError, type InputBudget } from './codec.js';
-import type {
-  EngineEmitter,
-  EngineRunOptions,
-  QuestionRequest,
-  RunnerEngine,
-  ToolEndEvent,
-  ToolStartEvent,
-} from './engine.js';
+import type { EngineEmitter, EngineRunOptions, RunnerEngine } from './engine.js';
 import { RunnerHostError } from './errors.js';
 import {
   MAX_FRAME_BYTES,
@@ -24,7 +17,6 @@ import {
 } from './frames.js';
 import {
   HOST_LIMITS,
-  capPayload,
   capString,
   frameSecrets,
   nonNegative,
@@ -32,6 +24,7 @@ import {
   toWireError,
 } from './host-limits.js';
 import { QuestionRegistry } from './question-registry.js';
+import { createRunEmitter } from './run-emitter.js';
 import { DeltaRedactor, MAX_RUN_SECRETS, SecretSet, StreamScrubber } from './redactor.js';
 
 /** A diagnostic from the host, already scrubbed of secrets. */
@@ -129,8 +122,6 @@ export interface RunnerHost {
 
 const DEFAULT_HOST: PeerInfo = { name: '@packwarden/runner-host' };
 const MAX_TEXT_FIELD = HOST_LIMITS.textFieldChars;
-const MAX_NAME_FIELD = HOST_LIMITS.nameFieldChars;
-const MAX_CODE_FIELD = HOST_LIMITS.codeFieldChars;
 const MAX_REMEMBERED_RUN_IDS = HOST_LIMITS.rememberedRunIds;
 
 interface ActiveRun {
@@ -299,73 +290,16 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   });
 
   function makeEmitter(run: ActiveRun): EngineEmitter {
-    const live = () => !run.ended && !run.muted;
-    const idle = Promise.resolve();
-    const delta = (type: 'text' | 'thinking', value: string) => {
-      if (!live() || typeof value !== 'string' || value === '') return idle;
-      const redactor = type === 'text' ? run.text : run.thinking;
-      const safe = redactor.push(value);
-      if (safe !== '') queueDelta(run, type, safe);
-      return afterEmit(run);
-    };
-    return {
-      text: (value) => delta('text', value),
-      thinking: (value) => delta('thinking', value),
-      toolStart: (event: ToolStartEvent) => {
-        if (!live()) return idle;
-        const input = capPayload(event.input);
-        runEvent(run, {
-          type: 'tool_start',
-          toolCallId: capString(String(event.toolCallId), MAX_NAME_FIELD),
-          name: capString(String(event.name), MAX_NAME_FIELD),
-          ...('value' in input ? { input: input.value } : {}),
-          ...(input.truncated ? { truncated: true } : {}),
-        });
-        return afterEmit(run);
+    return createRunEmitter(run, {
+      runEvent,
+      queueDelta,
+      afterEmit,
+      ask: (r, request) => questionRegistry.ask(r, request),
+      log,
+      sessionChanged: (nativeSessionId) => {
+        currentNativeSessionId = nativeSessionId;
       },
-      toolEnd: (event: ToolEndEvent) => {
-        if (!live()) return idle;
-        const output = capPayload(event.output);
-        runEvent(run, {
-          type: 'tool_end',
-          toolCallId: capString(String(event.toolCallId), MAX_NAME_FIELD),
-          name: capString(String(event.name), MAX_NAME_FIELD),
-          ...('value' in output ? { output: output.value } : {}),
-          ...(event.isError === true ? { isError: true } : {}),
-          ...(output.truncated ? { truncated: true } : {}),
-        });
-        return afterEmit(run);
-      },
-      progress: (message) => {
-        if (!live()) return idle;
-        runEvent(run, { type: 'progress', message: capString(String(message), MAX_TEXT_FIELD) });
-        return afterEmit(run);
-      },
-      warning: (code, message) => {
-        if (!live()) return idle;
-        runEvent(run, {
-          type: 'warning',
-          code: capString(String(code), MAX_CODE_FIELD),
-          message: capString(String(message), MAX_TEXT_FIELD),
-        });
-        return afterEmit(run);
-      },
-      session: (nativeSessionId) => {
-        if (!live() || typeof nativeSessionId !== 'string') return idle;
-        const capped = capString(nativeSessionId, MAX_TEXT_FIELD);
-        run.nativeSessionId = capped;
-        currentNativeSessionId = capped;
-        runEvent(run, { type: 'session', nativeSessionId: capped });
-        return afterEmit(run);
-      },
-      question: (request: QuestionRequest) => questionRegistry.ask(run, request),
-      log: (level, message) => {
-        if (!live()) return;
-        run.logLevel = level;
-        const safe = run.logs.write(capString(String(message), MAX_TEXT_FIELD));
-        if (safe !== '') log(level, safe, undefined, run.runId);
-      },
-    };
+    });
   }
 
   function finishRun(run: ActiveRun, terminal: Record<string, unknown>): void {
