@@ -51,3 +51,5 @@ export type { BuildStaticStoreOptions, BuildStaticStoreResult, BuiltPack } from 
 export { isLoopbackHost } from './url-policy.js';
 // OCI registries (OCI.md): push, pull, resolve, tags, auth.
 export * from './oci/index.js';
+export { exportPack, openPackArchive } from './archive-file.js';
+export type { ExportedPack, ExportPackOptions, OpenPackArchiveOptions } from './archive-file.js';

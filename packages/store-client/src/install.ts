@@ -224,9 +224,9 @@ async function openArchive(
       total === undefined ? { phase: 'download', bytes } : { phase: 'download', bytes, total },
     );
   const nothing = async () => undefined;
-  if (source.kind === 'static') {
+  if (source.kind === 'static' || source.kind === 'archive-file') {
     const expected = { size: source.size, sha256: source.sha256, maxBytes: source.size };
-    if (source.url.protocol === 'file:') {
+    if (source.url.protocol === 'file:' || source.kind === 'archive-file') {
       const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
       const stream = createReadStream(fileURLToPath(source.url), { highWaterMark: 64 * 1024 });
       stream.on('error', (error) =>

@@ -31,7 +31,8 @@ export const AGENTHIPPO_TYPE_DIRS: Readonly<Record<ArtifactType, string>> = Obje
 });
 
 export type Env = Record<string, string | undefined>;
-export type StoreKind = 'static' | 'agenthippo';
+/** `archive`: one local `.tar.gz` opened with `openPackArchive`. */
+export type StoreKind = 'static' | 'agenthippo' | 'archive';
 
 export interface StoreArtifact {
   type: ArtifactType;
@@ -61,6 +62,13 @@ export type ArtifactSource =
       sha256: string;
       digest: string;
       signature?: string;
+    }
+  | {
+      /** A local `.tar.gz` (`openPackArchive`): size and SHA-256 as read when it was opened. */
+      kind: 'archive-file';
+      url: URL;
+      size: number;
+      sha256: string;
     }
   | {
       kind: 'github-tarball';
