@@ -3,7 +3,7 @@ import { registerPackCommands, registerTrustCommands } from './commands/pack.js'
 import { registerStoreCommands } from './commands/store.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { describeError, EXIT } from './errors.js';
-import { printJson, terminalSafe, type CliIo } from './io.js';
+import { JSON_SCHEMA_VERSION, printJson, terminalSafe, type CliIo } from './io.js';
 import { VERSION } from './version.js';
 
 /** Where an action leaves its exit code; commander has no return channel for it. */
@@ -144,10 +144,13 @@ function printJsonError(
   error: { code: string; message: string; hint?: string | undefined },
   exitCode: number,
 ): void {
-  printJson(io, {
+  // One line: valid as the whole of stdout, and as the last line of `run --json`'s NDJSON.
+  const document = {
+    schemaVersion: JSON_SCHEMA_VERSION,
     error: { code: error.code, message: error.message, hint: error.hint ?? null },
     exitCode,
-  });
+  };
+  io.stdout.write(`${JSON.stringify(document)}\n`);
 }
 
 /** Runs the CLI on `argv` (without `node` and the script) and returns the exit code. */

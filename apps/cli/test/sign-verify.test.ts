@@ -567,6 +567,8 @@ describe('--json failures print one error document on stdout', () => {
       error: { code: 'ERR_PACK_NOT_FOUND', message: expect.stringContaining('missing') },
       exitCode: 1,
     });
+    // One line, so it also ends an NDJSON stream (`run --json`) cleanly.
+    expect(verify.stdout.trimEnd().split('\n')).toHaveLength(1);
     const usage = await cli(['pack', 'verify', '--bogus', '--json']);
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stdout)).toMatchObject({
