@@ -78,7 +78,8 @@ const toolEnds = (events: RunEvent[]) =>
     (event): event is Extract<RunEvent, { type: 'tool_end' }> => event.type === 'tool_end',
   );
 
-describe('the claude engine with the real Claude Code CLI', () => {
+// Several turns per test, each a real CLI start: more than the shared 30 s under a loaded suite.
+describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }, () => {
   test('a text turn, with the base URL as the server root and as …/v1: the real token reaches the server, the CLI only ever held a placeholder', async () => {
     for (const suffix of ['', '/v1', '/v1/']) {
       const { server, runtime, events, outcome } = await claudeTurn({

@@ -86,7 +86,8 @@ const toolEnds = (events: RunEvent[]) =>
 const patchAdding = (path: string, line: string) =>
   `apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ${path}\n+${line}\n*** End Patch\nEOF\n`;
 
-describe('the codex engine with the real codex CLI', () => {
+// Several turns per test, each a real CLI start: more than the shared 30 s under a loaded suite.
+describe('the codex engine with the real codex CLI', { timeout: 180_000 }, () => {
   test('a text turn, with the base URL as the server root and as …/v1: one provider of our own, no WebSocket, the real token only at the server', async () => {
     for (const suffix of ['', '/v1', '/v1/']) {
       const { server, runtime, events, outcome } = await codexTurn({
