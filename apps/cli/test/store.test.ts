@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
 
@@ -487,5 +487,62 @@ describe('store list / info neutralise control characters from store metadata (i
       (await cli(['store', 'info', 'pack/reviewer', '--store', dir, '--json'])).stdout,
     );
     expect(json.artifact.description).toBe(hostile);
+  });
+});
+
+describe('store install / pack install of a local .tgz (issue 12.1)', () => {
+  let fixture: Fixture;
+  let fixtureDir: string;
+  let archive: Buffer;
+  beforeAll(async () => {
+    fixtureDir = mkdtempSync(join(tmpdir(), 'pw-cli-store-tgz-'));
+    fixture = await signedStore(fixtureDir);
+    const index = JSON.parse(readFileSync(join(fixture.storeDir, 'index.json'), 'utf8'));
+    archive = readFileSync(join(fixture.storeDir, index.artifacts[0].versions[0].archive));
+  });
+  afterAll(() => rmSync(fixtureDir, { recursive: true, force: true }));
+
+  test('the archive a store serves installs from a file, signature verified, with every check', async () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'hello.tgz'), archive);
+    const home = tempDir();
+    const env = { PACKWARDEN_HOME: home };
+    const installed = await cli(
+      ['store', 'install', './hello.tgz', '--require-signed', '--keys', fixture.keysFile],
+      { env, cwd },
+    );
+    expect(installed.code, installed.stderr).toBe(0);
+    expect(installed.stdout).toContain('signature verified');
+    expect(readFileSync(join(home, 'agents', 'hello-pack', 'current.txt'), 'utf8')).toBe('0.1.0\n');
+    expect(
+      (await cli(['pack', 'digest', join(home, 'agents', 'hello-pack', '0.1.0')])).stdout,
+    ).toContain(fixture.originalDigest);
+    const flat = join(cwd, 'flat');
+    const packInstall = await cli(['pack', 'install', './hello.tgz', '--to', flat], { env, cwd });
+    expect(packInstall.code, packInstall.stderr).toBe(0);
+    expect(existsSync(join(flat, 'agent.yaml'))).toBe(true);
+    expect(
+      (await cli(['store', 'install', './hello.tgz', '--store', cwd], { env, cwd })).code,
+    ).toBe(2);
+  });
+
+  test('a tampered .tgz is refused against the trust root (exit 1), nothing installed', async () => {
+    const cwd = tempDir();
+    const tar = gunzipSync(archive);
+    const at = tar.indexOf('greets');
+    expect(at).toBeGreaterThan(0);
+    tar.write('GREETS', at, 'latin1');
+    writeFileSync(join(cwd, 'evil.tgz'), gzipSync(tar));
+    const home = tempDir();
+    const result = await cli(
+      ['store', 'install', './evil.tgz', '--keys', fixture.keysFile, '--json'],
+      {
+        env: { PACKWARDEN_HOME: home },
+        cwd,
+      },
+    );
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout).error.code).toBe('ERR_SIGNATURE_REFUSED');
+    expect(readdirSync(join(home, 'agents', 'hello-pack'))).toEqual([]);
   });
 });

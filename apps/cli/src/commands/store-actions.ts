@@ -3,8 +3,10 @@ import {
   buildStaticStore,
   installPack,
   normalizeArtifactType,
+  openPackArchive,
   openStore,
   parseArtifactRef,
+  type ArtifactRef,
   type InstallResult,
   type Store,
   type StoreArtifact,
@@ -127,6 +129,11 @@ function progressReporter(io: CliIo) {
   };
 }
 
+/** `./x.tgz`, `/abs/x.tar.gz`: a file to install, never an artifact reference (`type/slug`). */
+function isArchiveFileArgument(reference: string): boolean {
+  return /\.(tgz|tar\.gz)$/i.test(reference) || /^(\.{1,2}\/|\/)/.test(reference);
+}
+
 /**
  * `PACKWARDEN_REQUIRE_SIGNED_PACK` with a value that is neither yes nor no is a usage error
  * (exit 2), never "off" (issue 9 W8).
@@ -149,13 +156,21 @@ async function install(
   flags: InstallFlags,
   to?: string,
 ): Promise<number> {
-  const parsed = parseArtifactRef(reference);
+  const local = isArchiveFileArgument(reference);
+  if (local && flags.store !== undefined)
+    throw new CliError(`${reference} is a local archive: it takes no --store`, EXIT.usage);
   const requireSigned = flags.requireSigned === true || requireSignedFromEnv(io);
   // A trust root given (flags or environment) means the signature is checked, required or not:
   // trust flags are never silently ignored (issue 9 W11).
   const loaded = await loadTrustRootOrExit(io, flags);
   const root = requireSigned || loaded.status !== 'none' ? loaded : undefined;
-  const store = await open(io, flags);
+  // A local .tar.gz (`pack export`'s) installs through the same installPack as a store's.
+  const store = local
+    ? await openPackArchive(resolve(io.cwd, reference), { env: io.env })
+    : await open(io, flags);
+  const parsed: ArtifactRef = local
+    ? { type: 'pack', slug: store.list()[0]!.slug }
+    : parseArtifactRef(reference);
   const onProgress = progressReporter(io);
   let result: InstallResult;
   try {
@@ -201,7 +216,8 @@ export async function packInstall(io: CliIo, slug: string, flags: InstallFlags):
       'pack install needs --to DIR (or use `packwarden store install pack/<slug>`)',
       EXIT.usage,
     );
-  return install(io, slug.includes('/') ? slug : `pack/${slug}`, flags, flags.to);
+  const reference = isArchiveFileArgument(slug) || slug.includes('/') ? slug : `pack/${slug}`;
+  return install(io, reference, flags, flags.to);
 }
 
 export async function storeBuild(

@@ -74,7 +74,10 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     store
       .command('install')
       .description('Install a pack into $PACKWARDEN_HOME/agents/<slug>/<version>, atomically')
-      .argument('<ref>', '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0'),
+      .argument(
+        '<ref>',
+        '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0, or a local .tgz (./x.tgz)',
+      ),
   ).action(async (ref: string, options: InstallFlags) => {
     const { storeInstall } = await import('./store-actions.js');
     state.exitCode = await storeInstall(io, ref, options);
