@@ -973,3 +973,59 @@ describe('socket mode: a live socket is never taken over', () => {
     expect(existsSync(socket)).toBe(false);
   });
 });
+
+describe('the trust root of a sandbox', () => {
+  test('no disk cache under the state dir: a JWKS fetched at one boot is not reused when the server is gone', async () => {
+    const { createServer } = await import('node:http');
+    const keyDir = dir();
+    const keygen = JSON.parse(
+      (await cli(['pack', 'keygen', '--kid', 'jwks-test', '-o', join(keyDir, 'key.pem'), '--json']))
+        .stdout,
+    ) as { publicJwk: object; thumbprint: string };
+    const pack = join(dir(), 'probe-pack');
+    cpSync(probePack, pack, { recursive: true });
+    expect(
+      (await cli(['pack', 'sign', pack, '--key', join(keyDir, 'key.pem'), '--kid', 'jwks-test']))
+        .code,
+    ).toBe(0);
+    const server = createServer((_request, response) => {
+      response.setHeader('content-type', 'application/json');
+      response.setHeader('cache-control', 'max-age=3600');
+      response.end(JSON.stringify({ keys: [keygen.publicJwk] }));
+    });
+    await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
+    const { port } = server.address() as { port: number };
+    const url = `http://127.0.0.1:${port}/jwks.json`;
+    const state = dir();
+    const args = [
+      'sandbox',
+      '--agent',
+      pack,
+      '--stdio',
+      '--state-dir',
+      state,
+      '--require-signed-pack',
+    ];
+    const trust = ['--jwks', url, '--pin', keygen.thumbprint];
+    try {
+      const booted = startSandbox([
+        '--agent',
+        pack,
+        '--state-dir',
+        state,
+        '--require-signed-pack',
+        ...trust,
+      ]);
+      expect((await booted.run({ message: 'hi' })).outcome.type).toBe('result');
+      await booted.client.shutdown();
+      expect(await booted.exit).toBe(0);
+    } finally {
+      await new Promise((closed) => server.close(closed));
+    }
+    const files = readdirSync(state, { recursive: true, encoding: 'utf8' });
+    expect(files.filter((file) => file.includes('trust-root'))).toEqual([]);
+    // The server is gone: without a cache there is nothing to verify against (exit 6).
+    const offline = packwarden([...args, ...trust]);
+    expect(offline.status).toBe(6);
+  });
+});
