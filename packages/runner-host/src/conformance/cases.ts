@@ -776,6 +776,64 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'secrets: too many refused, split ones stay hidden',
+    description:
+      'a run with more than 64 secret values fails too_many_secrets (seq 1, no accepted); a secret the engine splits around other frames never appears in the joined text or thinking deltas',
+    async run(context) {
+      const peer = await context.open({ recordRaw: true });
+      await handshake(peer, context);
+      const flooded = newRunId('too-many');
+      const floodToken = `sk-flood-${process.pid}-TOKEN-0123456789`;
+      const turnEnv = Object.fromEntries(
+        Array.from({ length: 300 }, (_, i) => [`V${i}`, `flood-value-${process.pid}-${i}`]),
+      );
+      await peer.send({
+        type: 'run',
+        runId: flooded,
+        message: 'x',
+        modelToken: floodToken,
+        turnEnv,
+      });
+      const refused = await terminalOf(peer, flooded, context.timeoutMs);
+      check(
+        refused.type === 'failed' &&
+          (refused.error as { code?: string }).code === 'too_many_secrets' &&
+          refused.seq === 1,
+        `a run with 300 turnEnv values was not refused with too_many_secrets: ${JSON.stringify(refused)}`,
+      );
+      check(peer.runFrames(flooded).length === 1, 'the refused run got more than its failed frame');
+      const token = `sk-split-${process.pid}-SECRET-abcdefghij`;
+      const half = Math.floor(token.length / 2);
+      const split = newRunId('split');
+      await peer.send({
+        type: 'run',
+        runId: split,
+        modelToken: token,
+        message: script(
+          { op: 'text', text: `key=${token.slice(0, half)}` },
+          { op: 'progress', message: 'between' },
+          { op: 'thinking', text: token.slice(0, 3) },
+          { op: 'tool', toolCallId: 't', name: 'n' },
+          { op: 'text', text: `${token.slice(half)};` },
+          { op: 'thinking', text: token.slice(3) },
+        ),
+      });
+      const terminal = await terminalOf(peer, split, context.timeoutMs);
+      check(terminal.type === 'result', `expected result, got ${terminal.type}`);
+      const joined = (type: string) =>
+        peer
+          .runFrames(split)
+          .filter((f) => f.type === type)
+          .map((f) => f.delta as string)
+          .join('');
+      check(!joined('text').includes(token), 'the text deltas join into the secret');
+      check(!joined('thinking').includes(token), 'the thinking deltas join into the secret');
+      check(joined('text') === 'key=[redacted];', `text lost or changed: ${joined('text')}`);
+      const raw = peer.raw.toString('utf8');
+      check(!raw.includes(token) && !raw.includes(floodToken), 'a secret reached the driver');
+    },
+  },
+  {
     name: 'driver stops reading while the engine emits 100 MB',
     description:
       'host memory stays bounded while the driver does not read; all text arrives afterwards',
