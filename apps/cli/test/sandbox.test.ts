@@ -666,6 +666,23 @@ describe('the environment of engine children', () => {
   });
 });
 
+describe('the environment of custom engines', () => {
+  test('a custom engine (out of process) sees the same allow-list: no host secret', async () => {
+    const sandbox = startSandbox(['--agent', probePack, '--state-dir', dir()], {
+      ...baseEnv(),
+      AWS_SECRET_ACCESS_KEY: 'aws-secret-value-123',
+      GITHUB_TOKEN: 'ghp_secretvalue123',
+      PACKWARDEN_PACK_SIGNING_KEYS: '{}',
+    });
+    const names = textOf((await sandbox.run({ message: 'env-names' })).events).split(' ');
+    await sandbox.client.shutdown();
+    expect(names).toContain('PATH');
+    expect(names).toContain('PACKWARDEN_SANDBOX');
+    for (const secret of ['AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN', 'PACKWARDEN_PACK_SIGNING_KEYS'])
+      expect(names).not.toContain(secret);
+  });
+});
+
 describe('the model token of run', () => {
   const report = (stdout: string) =>
     JSON.parse(
