@@ -312,6 +312,7 @@ describe('startRunnerHost', () => {
       { message: 'x' },
       { onEvent: (event) => event.type === 'text' && (received += event.delta.length) },
     );
+    // Resumed later: the engine's burst must meet a driver that is not reading.
     setTimeout(() => socket.resume(), 200);
     expect(await handle.outcome).toMatchObject({
       type: 'failed',
@@ -390,7 +391,12 @@ describe('startRunnerHost', () => {
       { message: 'x' },
       { onEvent: (e) => e.type === 'text' && texts.push(e.delta) },
     );
-    setTimeout(() => socket.resume(), 200);
+    // Resume once the host's output is backed up, so the deltas really meet a slow driver.
+    await until(
+      () => (harness.hostSocket()?.writableLength ?? 0) > 0,
+      "the host's output to back up",
+    );
+    socket.resume();
     expect(await handle.outcome).toMatchObject({ type: 'result', seq: 3002 });
     expect(texts).toHaveLength(3000);
     expect(texts[2999]).toBe('2999;');
