@@ -90,6 +90,10 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
       expect(textOf(events)).toBe('Hello from the fake model');
       const model = server.modelRequests();
       expect(model.length).toBeGreaterThan(0);
+      // Non-essential traffic is off with a base URL: the model's requests are all there is.
+      expect(server.requests.map((request) => `${request.method} ${request.path}`)).toEqual(
+        model.map(() => 'POST /v1/messages'),
+      );
       for (const request of model) expect(request.headers['x-api-key']).toBe(REAL_TOKEN);
       // Nothing left on disk, nothing in a frame.
       expect(filesContaining(runtime.stateDir, REAL_TOKEN)).toEqual([]);
@@ -189,6 +193,9 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
     expect(outcome).toMatchObject({ type: 'result' });
     const dump = readFileSync(join(runtime.workspaceRoot, 'env-dump.txt'), 'utf8');
     expect(dump).toMatch(/^ANTHROPIC_API_KEY=pw-turn-[0-9a-f]{48}$/m);
+    expect(dump).toMatch(/^CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1$/m);
+    // bypassPermissions as root needs IS_SANDBOX=1, or Claude Code refuses to start.
+    if (process.getuid?.() === 0) expect(dump).toMatch(/^IS_SANDBOX=1$/m);
     expect(dump).not.toContain(REAL_TOKEN);
     const withResult = server
       .modelRequests()
