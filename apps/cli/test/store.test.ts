@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
@@ -544,5 +545,38 @@ describe('store install / pack install of a local .tgz (issue 12.1)', () => {
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout).error.code).toBe('ERR_SIGNATURE_REFUSED');
     expect(readdirSync(join(home, 'agents', 'hello-pack'))).toEqual([]);
+  });
+});
+
+describe('store install of an archive cut short (issue 16.2)', () => {
+  test('exit 1 with ERR_ARCHIVE_TRUNCATED, many times in one process, nothing left', async () => {
+    const root = tempDir();
+    const packs = join(root, 'packs');
+    cpSync(copyOfExample(), join(packs, 'hello-pack'), { recursive: true });
+    const storeDir = join(root, 'store');
+    expect((await cli(['store', 'build', packs, '--out', storeDir])).code).toBe(0);
+    const indexFile = join(storeDir, 'index.json');
+    const index = JSON.parse(readFileSync(indexFile, 'utf8'));
+    const row = index.artifacts[0].versions[0];
+    const archive = readFileSync(join(storeDir, row.archive));
+    const home = tempDir();
+    for (let i = 1; i <= 8; i++) {
+      // The index describes the cut archive exactly: only extraction can tell it is cut.
+      const cut = archive.subarray(0, Math.floor((archive.length * i) / 10));
+      writeFileSync(join(storeDir, 'cut.tar.gz'), cut);
+      row.archive = 'cut.tar.gz';
+      row.size = cut.length;
+      row.sha256 = createHash('sha256').update(cut).digest('hex');
+      writeFileSync(indexFile, JSON.stringify(index));
+      const result = await cli(
+        ['store', 'install', 'pack/hello-pack', '--store', storeDir, '--json'],
+        {
+          env: { PACKWARDEN_HOME: home },
+        },
+      );
+      expect(result.code, result.stderr).toBe(1);
+      expect(JSON.parse(result.stdout).error.code).toBe('ERR_ARCHIVE_TRUNCATED');
+      expect(readdirSync(join(home, 'agents', 'hello-pack'))).toEqual([]);
+    }
   });
 });
