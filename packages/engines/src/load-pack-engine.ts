@@ -145,6 +145,9 @@ function loadBuiltInEngine(
   if (id === 'claude' || id === 'codex') {
     const sdkOptions = {
       pack,
+      // The pack's prompt (spec.prompts.system, AGENTS.md) reaches the model (engines README).
+      packDir,
+      manifest,
       ...(options.env !== undefined ? { baseEnv: options.env } : {}),
       ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
       ...(options[id]?.executablePath !== undefined

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunEvent } from '@packwarden/runner-host';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createClaudeEngine } from '../src/index.js';
+import { createClaudeEngine, loadPackEngine } from '../src/index.js';
 import {
   hasToolResult,
   startFakeModelServer,
@@ -169,6 +169,24 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
     const system = JSON.stringify(first?.body?.system);
     expect(system).toContain('SYSTEM-PROMPT-MARKER-3141');
     expect(system).toContain('AGENTS-MD-MARKER-2718');
+  });
+
+  test("through loadPackEngine (what the sandbox calls), the pack's prompt reaches the model too", async () => {
+    const pack = promptPack('claude', 'SYSTEM-VIA-LOADER-1618', 'AGENTS-VIA-LOADER-1414');
+    const server = await startFakeModelServer(() => ({ text: 'ok' }));
+    servers.push(server);
+    const engine = await loadPackEngine({
+      ...pack,
+      home: tempDir(),
+      env: { PATH: process.env.PATH, HOME: tempDir() },
+    });
+    const s = session(engine, { workspaceRoot: tempDir(), stateDir: stateDir() });
+    const { outcome } = await s.run({ message: 'hi', baseUrl: server.url, modelToken: REAL_TOKEN });
+    await s.close();
+    expect(outcome).toMatchObject({ type: 'result' });
+    const system = JSON.stringify(server.modelRequests()[0]?.body?.system);
+    expect(system).toContain('SYSTEM-VIA-LOADER-1618');
+    expect(system).toContain('AGENTS-VIA-LOADER-1414');
   });
 
   test('a command the model runs (full access) prints its environment: no token there, in the tool result sent to the model, or on disk; an echoed token is scrubbed', async () => {
