@@ -8,7 +8,8 @@ export default defineConfig({
   format: ['esm'],
   target: 'node20',
   platform: 'node',
-  dts: { entry: 'src/index.ts' },
+  // Commander's types are inlined: consumers do not install the bundled commander (TS2307).
+  dts: { entry: 'src/index.ts', resolve: ['commander'] },
   sourcemap: true,
   clean: true,
   splitting: true,

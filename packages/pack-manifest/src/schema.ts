@@ -10,7 +10,9 @@ import {
   string,
   toJSONSchema,
   union,
-  type infer as Infer,
+  // `output` (what `z.infer` aliases), not `infer`: the bundled .d.ts would re-import it as
+  // `import { infer } from 'zod'`, which does not parse (TS1003) in a consumer's project.
+  type output as Infer,
 } from 'zod';
 import { PACK_NAME_MAX_LENGTH, PACK_NAME_PATTERN, SEMVER_PATTERN } from './names.js';
 
