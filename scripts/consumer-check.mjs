@@ -285,10 +285,16 @@ async function main() {
       await run(process.execPath, [tsc, '-p', project, '--pretty', 'false'], { cwd: project });
       log(`  ${specifiers.length} entry points and ${snippets.length} README blocks typecheck`);
     } catch (error) {
-      const lines = error.message.split('\n').slice(1);
-      const entryErrors = lines.filter((line) => !line.startsWith('snippets/'));
-      const snippetErrors = lines.filter((line) => line.startsWith('snippets/'));
-      if (entryErrors.some((line) => line.trim())) fail('types', `\n${entryErrors.join('\n')}`);
+      // A diagnostic's continuation lines are indented: keep them with the line they continue.
+      const diagnostics = [];
+      for (const line of error.message.split('\n').slice(1)) {
+        if (/^\s/.test(line) && diagnostics.length > 0)
+          diagnostics[diagnostics.length - 1] += `\n${line}`;
+        else if (line.trim()) diagnostics.push(line);
+      }
+      const entryErrors = diagnostics.filter((line) => !line.startsWith('snippets/'));
+      const snippetErrors = diagnostics.filter((line) => line.startsWith('snippets/'));
+      if (entryErrors.length > 0) fail('types', `\n${entryErrors.join('\n')}`);
       if (snippetErrors.length > 0) {
         fail(
           'readme-snippets',

@@ -13,7 +13,7 @@
 // required and `--list` prints it.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const OPEN_FENCE = /^(\s*)(`{3,}|~{3,})\s*(ts|typescript)(\s.*)?$/;
@@ -136,7 +136,7 @@ function main(argv) {
     } catch (error) {
       const lines = `${error.stdout ?? ''}`.split('\n').filter(Boolean);
       for (const line of lines) console.error(snippetLocation(line, snippets));
-      console.log(`readme snippets: FAILED (${relative(repoRoot, project) || project})`);
+      console.log(`readme snippets: FAILED (${lines.length} diagnostic lines, project ${project})`);
       return 1;
     }
   }
