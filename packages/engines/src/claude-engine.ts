@@ -75,11 +75,18 @@ export interface CreateClaudeEngineOptions {
   /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
   packDir?: string;
   manifest?: AgentManifest;
-  /**
-   * Confinement: Claude Code starts through it (and so does everything it runs). With a wrapper,
-   * `workspace-write` turns may run shell commands (engines README, "Shell commands").
+  /** Confinement: Claude Code starts through it (and so does everything it runs). */
+  wrap?: CommandWrapper; /**
+   * Called before the CLI starts, each turn, with the origin it will send model requests to (the
+   * turn's model gateway, or the server root without a token): confinement allows it through its
+   * host proxy (`Confinement#allowModelOrigin`). Throwing fails the turn (`confinement_failed`).
    */
-  wrap?: CommandWrapper;
+  onModelOrigin?: (origin: string) => void | Promise<void>;
+  /**
+   * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
+   * then a `workspace-write` turn may run shell commands (engines README, "Shell commands").
+   */
+  confinedWrites?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -236,6 +243,18 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
         CLAUDE_DEFAULT_UPSTREAM,
         'x-api-key',
       );
+      if (route.root !== undefined && options.onModelOrigin !== undefined) {
+        // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
+        try {
+          await options.onModelOrigin(new URL(route.root).origin);
+        } catch (error) {
+          await route.close();
+          throw turnFailure(
+            'confinement_failed',
+            `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+      }
       if (route.root !== undefined) env.ANTHROPIC_BASE_URL = route.root;
       if (route.credential !== undefined) env.ANTHROPIC_API_KEY = route.credential;
       if (route.custom) Object.assign(env, CLAUDE_QUIET_ENV);
@@ -247,7 +266,7 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
           ...(runOptions.additionalDirectories?.length
             ? { additionalDirectories: runOptions.additionalDirectories }
             : {}),
-          confined: wrap !== undefined,
+          confined: wrap !== undefined && options.confinedWrites === true,
         }),
         cwd: runtime.workspaceRoot,
         env,

@@ -74,7 +74,18 @@ export interface CreateCodexEngineOptions {
   packDir?: string;
   manifest?: AgentManifest;
   /** Confinement: codex starts through it (and so does everything it runs). */
-  wrap?: CommandWrapper;
+  wrap?: CommandWrapper; /**
+   * Called before the CLI starts, each turn, with the origin it will send model requests to (the
+   * turn's model gateway, or the server root without a token): confinement allows it through its
+   * host proxy (`Confinement#allowModelOrigin`). Throwing fails the turn (`confinement_failed`).
+   */
+  onModelOrigin?: (origin: string) => void | Promise<void>;
+  /**
+   * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
+   * codex's own sandbox cannot nest inside them (no user namespaces left), so a
+   * `workspace-write` or `full` turn runs codex without it and the walls are the boundary.
+   */
+  confinedWrites?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -248,7 +259,11 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         runOptions.permissions?.fileAccess,
         options.pack.fileAccess,
       );
-      const sandboxMode = codexSandboxMode(fileAccess);
+      const walls =
+        options.wrap !== undefined &&
+        options.confinedWrites === true &&
+        (fileAccess === 'workspace-write' || fileAccess === 'full');
+      const sandboxMode = walls ? 'danger-full-access' : codexSandboxMode(fileAccess);
       if (sandboxMode === undefined) {
         throw turnFailure(
           'file_access_unsupported',
@@ -273,6 +288,18 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         CODEX_DEFAULT_UPSTREAM,
         'bearer',
       );
+      if (route.root !== undefined && options.onModelOrigin !== undefined) {
+        // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
+        try {
+          await options.onModelOrigin(new URL(route.root).origin);
+        } catch (error) {
+          await route.close();
+          throw turnFailure(
+            'confinement_failed',
+            `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        }
+      }
       if (route.credential !== undefined) env[CODEX_PROVIDER_KEY_ENV] = route.credential;
       const config: CodexConfig = {};
       if (route.root !== undefined) {

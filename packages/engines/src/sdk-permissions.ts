@@ -26,9 +26,9 @@ export interface ClaudeScope {
   /** The run's `additionalDirectories` (absolute), readable and writable like the workspace. */
   additionalDirectories?: readonly string[];
   /**
-   * Whether the CLI runs behind packwarden's walls (a `CommandWrapper`): only then does
-   * `workspace-write` include `Bash`, because the walls, not Claude Code, keep its commands in
-   * the workspace (engines README, "Shell commands").
+   * Whether the CLI runs behind packwarden's walls and they enforce writes (a `CommandWrapper`
+   * with `confinedWrites`): only then does `workspace-write` include `Bash`, because the walls,
+   * not Claude Code, keep its commands in the workspace (engines README, "Shell commands").
    */
   confined?: boolean;
 }

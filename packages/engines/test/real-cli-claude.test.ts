@@ -48,6 +48,7 @@ async function claudeTurn(options: {
   baseUrlSuffix?: string;
   pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
   wrap?: CommandWrapper;
+  confinedWrites?: boolean;
 }) {
   const server = await startFakeModelServer(options.reply);
   servers.push(server);
@@ -60,6 +61,7 @@ async function claudeTurn(options: {
     baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
     ...(options.pack ?? {}),
     ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
+    ...(options.confinedWrites !== undefined ? { confinedWrites: options.confinedWrites } : {}),
   });
   const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
   const s = session(engine, runtime);
@@ -231,10 +233,11 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
     expect(filesContaining(runtime.workspaceRoot, REAL_TOKEN)).toEqual([]);
   });
 
-  test("behind packwarden's walls (a CommandWrapper): Claude Code starts through the wrapper, and workspace-write runs shell commands in the workspace", async () => {
+  test("behind packwarden's walls (a CommandWrapper that enforces writes): Claude Code starts through the wrapper, and workspace-write runs shell commands in the workspace", async () => {
     const { wrap, log } = recordingWrapper();
     const { runtime, events, outcome } = await claudeTurn({
       wrap,
+      confinedWrites: true,
       reply: oneTool('Bash', {
         command: 'pwd > where.txt; env > env-dump.txt',
         description: 'where',
@@ -253,12 +256,15 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
     expect(toolEnds(events)[0]?.isError).toBeUndefined();
   });
 
-  test('without walls, workspace-write offers no shell: a Bash call is refused and runs nothing', async () => {
-    const { runtime, events } = await claudeTurn({
-      reply: oneTool('Bash', { command: 'touch ran.txt', description: 'try' }),
-    });
-    expect(existsSync(join(runtime.workspaceRoot, 'ran.txt'))).toBe(false);
-    expect(toolEnds(events)).toEqual([expect.objectContaining({ name: 'Bash', isError: true })]);
+  test('without walls that enforce writes, workspace-write offers no shell: a Bash call is refused and runs nothing', async () => {
+    for (const wrap of [undefined, recordingWrapper().wrap]) {
+      const { runtime, events } = await claudeTurn({
+        ...(wrap !== undefined ? { wrap } : {}),
+        reply: oneTool('Bash', { command: 'touch ran.txt', description: 'try' }),
+      });
+      expect(existsSync(join(runtime.workspaceRoot, 'ran.txt'))).toBe(false);
+      expect(toolEnds(events)).toEqual([expect.objectContaining({ name: 'Bash', isError: true })]);
+    }
   });
 });
 

@@ -53,6 +53,8 @@ async function codexTurn(options: {
   baseUrlSuffix?: string;
   pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
   wrap?: CommandWrapper;
+  confinedWrites?: boolean;
+  onModelOrigin?: (origin: string) => void;
 }) {
   const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
   const server = await startFakeModelServer(options.reply(runtime.workspaceRoot));
@@ -66,6 +68,8 @@ async function codexTurn(options: {
     baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
     ...(options.pack ?? {}),
     ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
+    ...(options.confinedWrites !== undefined ? { confinedWrites: options.confinedWrites } : {}),
+    ...(options.onModelOrigin !== undefined ? { onModelOrigin: options.onModelOrigin } : {}),
   });
   const s = session(engine, runtime);
   const { events, outcome } = await s.run({
@@ -232,5 +236,28 @@ describe('the codex engine with the real codex CLI', { timeout: 180_000 }, () =>
     expect(outcome).toMatchObject({ type: 'failed', error: { code: 'confinement_failed' } });
     expect(server.requests).toEqual([]);
     expect(log()).toEqual([]);
+  });
+
+  test('onModelOrigin gets the origin the CLI will call (the gateway, not the server); a refusal fails the turn before codex starts', async () => {
+    const origins: string[] = [];
+    const { server, outcome } = await codexTurn({
+      onModelOrigin: (origin) => origins.push(origin),
+      reply: () => () => ({ text: 'ok' }),
+    });
+    expect(outcome).toMatchObject({ type: 'result' });
+    expect(origins).toHaveLength(1);
+    expect(origins[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(origins[0]).not.toBe(server.url);
+    const refused = await codexTurn({
+      onModelOrigin: () => {
+        throw new Error('proxy closed');
+      },
+      reply: () => () => ({ text: 'never' }),
+    });
+    expect(refused.outcome).toMatchObject({
+      type: 'failed',
+      error: { code: 'confinement_failed' },
+    });
+    expect(refused.server.requests).toEqual([]);
   });
 });
