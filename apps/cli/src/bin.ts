@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { config as zodConfig } from 'zod';
 import { processIo } from './io.js';
 import { run } from './program.js';
 
@@ -12,7 +11,11 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 // One CLI process validates a handful of documents: zod's code-generating fast path costs more
-// to build than it saves here (about 5 ms of a cold `pack verify`).
-zodConfig({ jitless: true });
+// to build than it saves here (about 5 ms of a cold `pack verify`). zod 4 adopts the config object
+// it finds on globalThis when it loads, so commands that never validate (`--help`, `pack list`,
+// `env`) do not load zod just to configure it (bench/README.md, "CLI start-up"); the drift test
+// in test/startup.test.ts fails if a zod update stops reading it.
+const zodGlobal = globalThis as { __zod_globalConfig?: Record<string, unknown> };
+zodGlobal.__zod_globalConfig = { ...zodGlobal.__zod_globalConfig, jitless: true };
 
 process.exitCode = await run(process.argv.slice(2), processIo());

@@ -1,0 +1,145 @@
+// bench/boot: sandbox boot as a control plane pays it on every session. `packwarden sandbox
+// --stdio --require-signed-pack` on the example pack (signed in a temp copy with a temp key, the
+// trust root in PACKWARDEN_PACK_SIGNING_KEYS), timed from spawn to the `welcome` frame, next to
+// `node -e 0`, in interleaved rounds.
+//   node bench/boot/run.mjs [--runs N] [--cpu-prof DIR]
+// --cpu-prof DIR writes one V8 CPU profile of a boot (after the timed rounds) to DIR.
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { cliBin, ensureBuilt, fmtMs, repoRoot, verdict } from '../lib.mjs';
+
+const flag = (name) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const runs = Number(flag('--runs') || 15) || 15;
+const profileDir = flag('--cpu-prof');
+const TARGET = 3;
+// A boot that has not said welcome by then is broken, not slow.
+const BOOT_TIMEOUT_MS = 60_000;
+
+ensureBuilt();
+const work = mkdtempSync(join(tmpdir(), 'pw-bench-boot-'));
+
+/**
+ * Spawns a sandbox and resolves with the time to its `welcome` frame (the handshake is the
+ * driver's `hello`, sent at spawn), then shuts the session down, untimed, and waits for the exit.
+ */
+function bootOnce(env, stateDir, nodeArgs = []) {
+  return new Promise((resolveBoot, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(
+      process.execPath,
+      [
+        ...nodeArgs,
+        cliBin,
+        'sandbox',
+        '--stdio',
+        '--require-signed-pack',
+        '--agent',
+        join(work, 'hello-pack'),
+        '--state-dir',
+        stateDir,
+      ],
+      { env, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    let welcomeMs;
+    const timer = setTimeout(() => child.kill('SIGKILL'), BOOT_TIMEOUT_MS);
+    child.stdin.write(`${JSON.stringify({ type: 'hello', protocols: [1] })}\n`);
+    child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+    child.stdout.setEncoding('utf8').on('data', (chunk) => {
+      stdout += chunk;
+      if (welcomeMs !== undefined) return;
+      for (const line of stdout.split('\n').slice(0, -1)) {
+        if (JSON.parse(line).type !== 'welcome') continue;
+        welcomeMs = Number(process.hrtime.bigint() - start) / 1e6;
+        child.stdin.end(`${JSON.stringify({ type: 'shutdown' })}\n`);
+        break;
+      }
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (welcomeMs === undefined)
+        reject(new Error(`sandbox exited ${code ?? signal} without welcome:\n${stderr}`));
+      else resolveBoot(welcomeMs);
+    });
+  });
+}
+
+function nodeOnce() {
+  return new Promise((resolveRun, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    child.on('close', (code) =>
+      code === 0
+        ? resolveRun(Number(process.hrtime.bigint() - start) / 1e6)
+        : reject(new Error(`node -e 0 exited ${code}`)),
+    );
+  });
+}
+
+try {
+  // The example pack, signed in a temp copy with a temp key; the trust root comes from the
+  // environment, as a control plane would hand it to the sandbox.
+  cpSync(join(repoRoot, 'examples', 'hello-pack'), join(work, 'hello-pack'), { recursive: true });
+  const cli = (...args) =>
+    execFileSync(process.execPath, [cliBin, ...args], { cwd: work, encoding: 'utf8' });
+  const key = JSON.parse(
+    cli('pack', 'keygen', '--kid', 'bench', '-o', join(work, 'key.pem'), '--json'),
+  );
+  cli('pack', 'sign', join(work, 'hello-pack'), '--key', join(work, 'key.pem'), '--kid', 'bench');
+  const env = {
+    PATH: process.env.PATH,
+    HOME: join(work, 'home'),
+    PACKWARDEN_PACK_SIGNING_KEYS: JSON.stringify({ bench: key.publicKeyPem }),
+  };
+  mkdirSync(env.HOME);
+
+  // A fresh state dir per boot (made untimed): every boot copies and verifies the pack.
+  let boots = 0;
+  const freshState = () => {
+    const dir = join(work, `state-${boots++}`);
+    mkdirSync(dir);
+    return dir;
+  };
+  const round = async () => {
+    const baseline = await nodeOnce();
+    const state = freshState();
+    const boot = await bootOnce(env, state);
+    rmSync(state, { recursive: true, force: true });
+    return { baseline, boot };
+  };
+
+  console.log(
+    `bench/boot on ${availableParallelism()} cores (load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(
+        ' ',
+      )}), Node ${process.version}, medians of ${runs} interleaved rounds after a warm-up round\n`,
+  );
+  await round();
+  const samples = [];
+  for (let i = 0; i < runs; i++) samples.push(await round());
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const baselineMs = median(samples.map((s) => s.baseline));
+  const bootMs = median(samples.map((s) => s.boot));
+  const ratio = median(samples.map((s) => s.boot / s.baseline));
+  console.log('Sandbox boot, example pack, --require-signed-pack, spawn to welcome');
+  console.log(`    node -e 0                              ${fmtMs(baselineMs)}`);
+  console.log(
+    `    packwarden sandbox --stdio             ${fmtMs(bootMs)}   ${ratio.toFixed(2)}×  ${verdict(ratio, TARGET)}`,
+  );
+
+  if (profileDir !== undefined) {
+    const dir = resolve(profileDir);
+    mkdirSync(dir, { recursive: true });
+    await bootOnce(env, freshState(), ['--cpu-prof', '--cpu-prof-dir', dir]);
+    console.log(`\nCPU profile of one boot written to ${dir}`);
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
