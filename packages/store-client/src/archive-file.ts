@@ -122,7 +122,9 @@ async function readArchivedManifest(
   let tarBytes = 0;
   const source = createReadStream(file, { highWaterMark: 64 * 1024 });
   try {
-    for await (const slice of inflateGzip(source, signal)) {
+    const budget = (compressed: number): number =>
+      Math.min(limits.maxTarBytes, Math.max(limits.ratioGraceBytes, compressed * limits.maxRatio));
+    for await (const slice of inflateGzip(source, { signal, budget })) {
       for (const piece of slice.pieces) {
         tarBytes += piece.length;
         if (tarBytes > limits.maxTarBytes) {

@@ -467,7 +467,9 @@ export async function extractInto(
   };
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    for await (const slice of inflateGzip(source, signal)) {
+    const budget = (compressed: number): number =>
+      Math.min(limits.maxTarBytes, Math.max(limits.ratioGraceBytes, compressed * limits.maxRatio));
+    for await (const slice of inflateGzip(source, { signal, budget })) {
       if (signal?.aborted) throw abortError(signal);
       for (const piece of slice.pieces) {
         // Judged against the compressed bytes of whole slices (cut at fixed offsets), and on

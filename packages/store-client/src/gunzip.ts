@@ -11,8 +11,22 @@ import { abortError, StoreError } from './errors.js';
 // boundary: the same bytes give the same verdict, whatever chunks the source delivered them in
 // (README "Errors": ERR_ARCHIVE_TRAILING_DATA).
 
-/** Compressed bytes given to zlib at a time. Bounds the output buffered per slice (deflate's ratio is at most ~1032:1). */
-export const GZIP_SLICE_BYTES = 16 * 1024;
+/**
+ * Compressed bytes given to zlib at a time. The output of one slice is buffered before it is
+ * yielded; `budget` stops zlib as soon as the output passes what the caller will accept.
+ */
+export const GZIP_SLICE_BYTES = 64 * 1024;
+
+export interface InflateOptions {
+  signal?: AbortSignal;
+  /**
+   * The most uncompressed bytes (in total) the caller accepts once `compressed` bytes are read
+   * (its size and ratio bounds). Past it zlib is stopped: the pieces up to the one that crossed
+   * it are yielded, so the caller refuses at that piece as it would have anyway, without
+   * buffering the rest of a decompression bomb.
+   */
+  budget?: (compressed: number) => number;
+}
 
 export interface InflatedSlice {
   /** The uncompressed bytes this slice produced, in order (possibly none). */
@@ -105,15 +119,25 @@ function finish(engine: Gunzip): Promise<void> {
  */
 export async function* inflateGzip(
   source: AsyncIterable<unknown>,
-  signal?: AbortSignal,
+  options: InflateOptions = {},
 ): AsyncGenerator<InflatedSlice> {
+  const { signal, budget } = options;
   const engine = createGunzip({ chunkSize: 64 * 1024 });
   let engineError: unknown;
   let output: Buffer[] = [];
   let outputBytes = 0;
+  let totalOutput = 0;
+  let sliceEnd = 0;
+  let overBudget = false;
   engine.on('data', (piece: Buffer) => {
+    if (overBudget) return;
     output.push(piece);
     outputBytes += piece.length;
+    totalOutput += piece.length;
+    if (budget && totalOutput > budget(sliceEnd)) {
+      overBudget = true;
+      engine.destroy();
+    }
   });
   engine.on('error', (error) => {
     engineError ??= error;
@@ -140,10 +164,18 @@ export async function* inflateGzip(
       throw notGzip(slice);
     }
     const before = engine.bytesWritten;
+    sliceEnd = compressed + slice.length;
     await feed(engine, slice);
     compressed += slice.length;
     const consumed = engine.bytesWritten - before;
     yield drained();
+    if (overBudget) {
+      // The caller refuses at the piece that crossed its budget; reached only if it did not.
+      throw new StoreError(
+        'ERR_ARCHIVE_RATIO',
+        'the archive inflates past its size or ratio bounds: a decompression bomb?',
+      );
+    }
     if (engineError !== undefined) throw zlibError(engineError);
     // zlib stops reading at the end of a member unless a new member follows: what it left is
     // not part of the compressed stream.
