@@ -97,3 +97,100 @@ export function fmtMs(ms) {
 export function verdict(ratio, target) {
   return ratio <= target ? `ok (target ≤ ${target}×)` : `MISSED (target ≤ ${target}×)`;
 }
+
+/**
+ * Builds packwarden from the sources at git `ref` (or from the working tree when `ref` is
+ * 'worktree') into a fresh temporary folder, so that a bench can measure a change against its
+ * baseline in one run on one machine. Every `@packwarden/*` import resolves to the sources of
+ * the same ref (or, for the packages named in `overlay`, to the working tree's); third-party
+ * packages come from this checkout's node_modules. Returns the
+ * folder, the CLI's `bin.js` (when `cli`) and `lib(name)`: one self-contained ESM bundle of
+ * each named package. Both sides of a comparison should come from this function, so that they
+ * are bundled alike.
+ */
+export async function buildAt(ref, { cli = false, packages = [], overlay = [] } = {}) {
+  const { mkdtempSync, readdirSync, readFileSync, cpSync, realpathSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { createRequire } = await import('node:module');
+  // esbuild is tsup's dependency; pnpm links it beside tsup's real folder only.
+  const tsup = realpathSync(join(repoRoot, 'node_modules', 'tsup', 'package.json'));
+  const esbuild = createRequire(tsup)('esbuild');
+  const dir = mkdtempSync(join(tmpdir(), `pw-bench-build-${ref.replace(/[^\w.-]/g, '_')}-`));
+  let sources = repoRoot;
+  if (ref !== 'worktree') {
+    sources = join(dir, 'src');
+    execFileSync('mkdir', ['-p', sources]);
+    execFileSync(
+      'sh',
+      ['-c', `git archive "$1" packages apps | tar -x -C "$2"`, 'sh', ref, sources],
+      {
+        cwd: repoRoot,
+      },
+    );
+    // `overlay`: packages whose working-tree sources replace the ref's, so that a comparison
+    // isolates one change from whatever else moved in the checkout.
+    for (const name of overlay) {
+      cpSync(join(repoRoot, 'packages', name, 'src'), join(sources, 'packages', name, 'src'), {
+        recursive: true,
+      });
+    }
+  }
+  // `@packwarden/<name>[/<subpath>]` → the `@packwarden/source` file its package.json exports.
+  const workspaceSources = {
+    name: 'workspace-sources',
+    setup(build) {
+      build.onResolve({ filter: /^@packwarden\// }, ({ path }) => {
+        const [, name, sub] = /^@packwarden\/([^/]+)(\/.*)?$/.exec(path);
+        const folder = join(sources, 'packages', name);
+        const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'));
+        const entry = manifest.exports[sub ? `.${sub}` : '.'];
+        const file = typeof entry === 'string' ? entry : entry?.['@packwarden/source'];
+        if (!file) return { errors: [{ text: `${path}: no @packwarden/source export` }] };
+        return { path: join(folder, file) };
+      });
+    },
+  };
+  const nodePaths = [
+    ...readdirSync(join(repoRoot, 'packages')).map((name) =>
+      join(repoRoot, 'packages', name, 'node_modules'),
+    ),
+    join(repoRoot, 'apps', 'cli', 'node_modules'),
+    join(repoRoot, 'node_modules'),
+  ];
+  const common = {
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    plugins: [workspaceSources],
+    nodePaths,
+    mainFields: ['module', 'main'],
+    conditions: ['@packwarden/source', 'module', 'import', 'node'],
+    external: ['@anthropic-ai/claude-agent-sdk', '@openai/codex-sdk'],
+    banner: {
+      js: "import { createRequire as __benchCreateRequire } from 'node:module'; const require = __benchCreateRequire(import.meta.url);",
+    },
+    logLevel: 'error',
+  };
+  for (const name of packages) {
+    await esbuild.build({
+      ...common,
+      entryPoints: [join(sources, 'packages', name, 'src', 'index.ts')],
+      outfile: join(dir, 'lib', name, 'index.js'),
+    });
+  }
+  let bin;
+  if (cli) {
+    // The CLI reads its version from ../package.json next to its dist folder.
+    const app = join(dir, 'cli');
+    cpSync(join(sources, 'apps', 'cli', 'package.json'), join(app, 'package.json'));
+    await esbuild.build({
+      ...common,
+      entryPoints: [join(sources, 'apps', 'cli', 'src', 'bin.ts')],
+      outdir: join(app, 'dist'),
+      splitting: true,
+    });
+    bin = join(app, 'dist', 'bin.js');
+  }
+  return { dir, cliBin: bin, lib: (name) => join(dir, 'lib', name, 'index.js') };
+}

@@ -1,6 +1,9 @@
 // Times one computePackDigest call in this process (the library as a service embeds it) and
 // prints {"ms": …}. Run by bench/digest/run.mjs, which adds the peak-RSS probe.
-import { computePackDigest } from '../../packages/pack-digest/dist/index.js';
+//   node measure.mjs <pack> [<pack-digest module>]   (default: the package's dist/)
+const { computePackDigest } = await import(
+  process.argv[3] ?? new URL('../../packages/pack-digest/dist/index.js', import.meta.url).href
+);
 
 const start = process.hrtime.bigint();
 const result = await computePackDigest(process.argv[2]);

@@ -1,20 +1,57 @@
 // bench/digest: packwarden's Pack digest v1 against the coreutils/OpenSSL way of hashing the
 // same bytes, measured in one run on this machine. See bench/README.md.
-//   node bench/digest/run.mjs [--runs N] [--keep]
+//   node bench/digest/run.mjs [--runs N] [--keep] [--against REF,… [--overlay PKG,… [--base REF]]]
+// --against REF,… adds, per REF, the library and CLI built from git REF as rows of the same interleaved
+// rounds; the current rows are then built the same way, from the working tree (or from --base,
+// default HEAD, with only the --overlay packages taken from the working tree).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cliBin, ensureBuilt, fmtMs, timeCommand, timeInterleaved, verdict } from '../lib.mjs';
+import {
+  buildAt,
+  cliBin as distCliBin,
+  ensureBuilt,
+  fmtMs,
+  timeCommand,
+  timeInterleaved,
+  verdict,
+} from '../lib.mjs';
 
-const runs = Number(process.argv[process.argv.indexOf('--runs') + 1] || 5) || 5;
+const flag = (name) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
+const runs = Number(flag('--runs') || 5) || 5;
 const keep = process.argv.includes('--keep');
+const againstRefs = (flag('--against') ?? '').split(',').filter(Boolean);
+const overlay = (flag('--overlay') ?? '').split(',').filter(Boolean);
+const overlayBase = flag('--base') ?? 'HEAD';
 const MiB = 1024 * 1024;
 const MANIFEST = (name) =>
   `apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: ${name}, version: 1.0.0}\n`;
 
 ensureBuilt(['pack-digest']);
+const measureScript = join(import.meta.dirname, 'measure.mjs');
+/** What is measured: the dist builds, or both sides built alike by buildAt for --against. */
+const variants = [{ label: '', cliBin: distCliBin, lib: undefined }];
+if (againstRefs.length > 0) {
+  const current = await buildAt(overlay.length > 0 ? overlayBase : 'worktree', {
+    cli: true,
+    packages: ['pack-digest'],
+    overlay,
+  });
+  variants.splice(0, 1, {
+    label: overlay.length > 0 ? `${overlayBase}+${overlay.join('+')}` : 'worktree',
+    cliBin: current.cliBin,
+    lib: current.lib('pack-digest'),
+  });
+  for (const ref of againstRefs) {
+    const before = await buildAt(ref, { cli: true, packages: ['pack-digest'] });
+    variants.push({ label: ref, cliBin: before.cliBin, lib: before.lib('pack-digest') });
+  }
+}
+const cliBin = variants[0].cliBin;
+const builds = variants.map((variant) => variant.lib && join(variant.lib, '..', '..', '..'));
 for (const tool of ['openssl', 'sha256sum', 'find', 'xargs', 'sort']) {
   if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
     throw new Error(`${tool} is needed for the baseline`);
@@ -47,34 +84,43 @@ function smallFiles(dir, count) {
   writeFileSync(join(dir, 'agent.yaml'), MANIFEST('small'));
 }
 
-/** The three ways to hash one tree, interleaved round by round. */
+/** The ways to hash one tree (baseline, then library and CLI per variant), interleaved. */
 function compareOn(dir, baseline) {
-  const [base, lib, cli] = timeInterleaved(
-    [
-      { name: 'baseline', ...baseline, cwd: dir },
+  const entries = [{ name: 'baseline', ...baseline, cwd: dir }];
+  for (const variant of variants) {
+    entries.push(
       {
         name: 'library',
         command: process.execPath,
-        args: [join(import.meta.dirname, 'measure.mjs'), dir],
+        args: [measureScript, dir, ...(variant.lib ? [variant.lib] : [])],
         node: true,
         measure: (stdout) => JSON.parse(stdout).ms,
       },
-      { name: 'cli', command: process.execPath, args: [cliBin, 'pack', 'digest', dir], node: true },
-    ],
-    { runs },
-  );
-  return { base, lib, cli };
+      {
+        name: 'cli',
+        command: process.execPath,
+        args: [variant.cliBin, 'pack', 'digest', dir],
+        node: true,
+      },
+    );
+  }
+  const [base, ...rows] = timeInterleaved(entries, { runs });
+  return { base, rows };
 }
 
-function report(label, baseLabel, { base, lib, cli }) {
+function report(label, baseLabel, { base, rows }, cliTarget) {
   console.log(label);
-  console.log(`    ${baseLabel.padEnd(30)}${fmtMs(base.ms)}`);
-  console.log(
-    `    computePackDigest (library)   ${fmtMs(lib.ms)}   ${lib.ratio.toFixed(2)}×  ${verdict(lib.ratio, 0.8)}`,
-  );
-  console.log(
-    `    packwarden pack digest (CLI)  ${fmtMs(cli.ms)}   ${cli.ratio.toFixed(2)}×  (whole process, incl. Node start-up)`,
-  );
+  console.log(`    ${baseLabel.padEnd(38)}${fmtMs(base.ms)}`);
+  variants.forEach((variant, i) => {
+    const [lib, cli] = [rows[2 * i], rows[2 * i + 1]];
+    const tag = variant.label ? ` [${variant.label}]` : '';
+    console.log(
+      `    ${`computePackDigest (library)${tag}`.padEnd(38)}${fmtMs(lib.ms)}   ${lib.ratio.toFixed(2)}×  ${verdict(lib.ratio, 0.8)}`,
+    );
+    console.log(
+      `    ${`packwarden pack digest (CLI)${tag}`.padEnd(38)}${fmtMs(cli.ms)}   ${cli.ratio.toFixed(2)}×  ${verdict(cli.ratio, cliTarget)} (whole process)`,
+    );
+  });
 }
 
 try {
@@ -89,6 +135,7 @@ try {
     '(a) six 64 MiB files (384 MiB)',
     'openssl dgst -sha256',
     compareOn(a, { command: 'openssl', args: ['dgst', '-sha256', ...names] }),
+    0.8,
   );
 
   // (b) 20,000 files of 1–8 KiB
@@ -102,35 +149,44 @@ try {
       command: 'bash',
       args: ['-c', 'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum'],
     }),
+    0.6,
   );
 
   // (c) peak memory on a 1 GiB tree
   rmSync(a, { recursive: true, force: true });
   const c = join(work, 'one-gib');
   bigFiles(c, 16, 64 * MiB);
-  const memLib = timeCommand(process.execPath, [join(import.meta.dirname, 'measure.mjs'), c], {
-    runs: 1,
-    node: true,
-  });
-  const memCli = timeCommand(process.execPath, [cliBin, 'pack', 'digest', c], {
-    runs: 1,
-    node: true,
-  });
   const ok = (mib) => (mib < 150 ? 'ok (target < 150 MB)' : 'MISSED (target < 150 MB)');
   console.log('\n(c) peak RSS digesting a 1 GiB tree (16 × 64 MiB)');
-  console.log(
-    `    library process               ${memLib.rssMiB.toFixed(0).padStart(6)} MiB   ${ok(memLib.rssMiB * 1.048576)}`,
-  );
-  console.log(
-    `    packwarden pack digest (CLI)  ${memCli.rssMiB.toFixed(0).padStart(6)} MiB   ${ok(memCli.rssMiB * 1.048576)}`,
-  );
+  for (const variant of variants) {
+    const tag = variant.label ? ` [${variant.label}]` : '';
+    const memLib = timeCommand(
+      process.execPath,
+      [measureScript, c, ...(variant.lib ? [variant.lib] : [])],
+      { runs: 1, node: true },
+    );
+    const memCli = timeCommand(process.execPath, [variant.cliBin, 'pack', 'digest', c], {
+      runs: 1,
+      node: true,
+    });
+    console.log(
+      `    ${`library process${tag}`.padEnd(38)}${memLib.rssMiB.toFixed(0).padStart(6)} MiB   ${ok(memLib.rssMiB * 1.048576)}`,
+    );
+    console.log(
+      `    ${`packwarden pack digest (CLI)${tag}`.padEnd(38)}${memCli.rssMiB.toFixed(0).padStart(6)} MiB   ${ok(memCli.rssMiB * 1.048576)}`,
+    );
+  }
 
   // The CLI and the library must agree, or the timings mean nothing.
   const measured = (dir) =>
     JSON.parse(
-      execFileSync(process.execPath, [join(import.meta.dirname, 'measure.mjs'), dir], {
-        encoding: 'utf8',
-      }),
+      execFileSync(
+        process.execPath,
+        [measureScript, dir, ...(variants[0].lib ? [variants[0].lib] : [])],
+        {
+          encoding: 'utf8',
+        },
+      ),
     );
   const viaCli = execFileSync(process.execPath, [cliBin, 'pack', 'digest', b], {
     encoding: 'utf8',
@@ -139,4 +195,5 @@ try {
 } finally {
   if (keep) console.log(`\n(trees kept in ${work})`);
   else rmSync(work, { recursive: true, force: true });
+  for (const build of builds) if (build) rmSync(build, { recursive: true, force: true });
 }

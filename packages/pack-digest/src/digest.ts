@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as crypto from 'node:crypto';
-import { lstatSync } from 'node:fs';
-import { readlink, realpath, stat } from 'node:fs/promises';
+import { realpathSync, statSync, type Stats } from 'node:fs';
+import { readlink } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_DIGEST_LIMITS, DIGEST_ALGORITHM, type PackDigestLimits } from './constants.js';
 import { PackDigestError } from './errors.js';
@@ -64,7 +64,7 @@ export async function computePackDigest(
   const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
   const { signal } = options;
   try {
-    const resolvedRoot = await resolveRoot(root);
+    const resolvedRoot = resolveRoot(root);
     const walked = await walkPack(resolvedRoot, limits, signal);
     const files = walked.filter((entry) => entry.kind === 'file');
     const links = walked.filter((entry) => entry.kind === 'symlink');
@@ -116,10 +116,13 @@ export async function computePackDigest(
   }
 }
 
-async function resolveRoot(root: string): Promise<string> {
+// Synchronous: two system calls of a few microseconds each, where a trip through libuv's thread
+// pool costs more and, on a loaded machine, waits for a free core (a warm verifyPack on a small
+// pack spent more time waiting here than hashing).
+function resolveRoot(root: string): string {
   let resolved: string;
   try {
-    resolved = await realpath(root);
+    resolved = realpathSync.native(root);
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
@@ -129,7 +132,14 @@ async function resolveRoot(root: string): Promise<string> {
       cause,
     });
   }
-  const info = await stat(resolved);
+  let info: Stats;
+  try {
+    info = statSync(resolved);
+  } catch (cause) {
+    throw new PackDigestError('ERR_DIGEST_IO', `cannot open ${root}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
   if (!info.isDirectory()) {
     throw new PackDigestError('ERR_DIGEST_ROOT_NOT_DIRECTORY', `${root} is not a directory`);
   }
@@ -163,21 +173,33 @@ async function hashFiles(
   signal?: AbortSignal,
 ): Promise<HashedFile[]> {
   const paths = files.map((file) => file.absolutePath);
-  const useThreads =
-    parallel !== 'never' &&
-    threads > 1 &&
-    files.length > 1 &&
-    (parallel === 'always' || shouldUseThreads(paths));
-  if (useThreads) {
-    return hashFilesInWorkers(paths, Math.min(threads, files.length), signal);
+  const mayUseThreads = parallel !== 'never' && threads > 1 && files.length > 1;
+  if (mayUseThreads && (parallel === 'always' || paths.length >= PARALLEL_MIN_FILES)) {
+    return hashFilesInWorkers(paths, Math.min(threads, paths.length), signal);
   }
+  // Hash on the calling thread until the bytes seen reach PARALLEL_MIN_BYTES; the file that
+  // would cross it, and all after it, go to the threads. The size comes from the fstat each
+  // file gets anyway, so a small pack pays no separate stat pass to decide.
   const buffer = Buffer.allocUnsafe(HASH_BUFFER_BYTES);
   const results: HashedFile[] = [];
+  let bytesSeen = 0;
   let bytesSinceYield = 0;
   for (let i = 0; i < paths.length; i++) {
-    const hashed = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+    const remaining = paths.length - i;
+    const hashed =
+      mayUseThreads && remaining > 1
+        ? hashRegularFileSync(fs, crypto, paths[i]!, buffer, PARALLEL_MIN_BYTES - bytesSeen)
+        : hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+    if (!hashed.ok && hashed.reason === 'deferred') {
+      const rest = await hashFilesInWorkers(paths.slice(i), Math.min(threads, remaining), signal);
+      for (const result of rest) results.push(result);
+      return results;
+    }
     results.push(hashed);
-    if (hashed.ok) bytesSinceYield += hashed.size;
+    if (hashed.ok) {
+      bytesSeen += hashed.size;
+      bytesSinceYield += hashed.size;
+    }
     if (bytesSinceYield >= YIELD_EVERY_BYTES || i % YIELD_EVERY_FILES === YIELD_EVERY_FILES - 1) {
       bytesSinceYield = 0;
       await new Promise((resolve) => setImmediate(resolve));
@@ -185,18 +207,4 @@ async function hashFiles(
     }
   }
   return results;
-}
-
-function shouldUseThreads(paths: readonly string[]): boolean {
-  if (paths.length >= PARALLEL_MIN_FILES) return true;
-  let bytes = 0;
-  for (const path of paths) {
-    try {
-      bytes += lstatSync(path).size;
-    } catch {
-      // The hashing pass reports it properly.
-    }
-    if (bytes >= PARALLEL_MIN_BYTES) return true;
-  }
-  return false;
 }

@@ -5,19 +5,44 @@ export type HashedFile =
   | { ok: true; sha256: string; size: number; executable: boolean }
   | { ok: false; reason: 'changed' | 'io'; message: string };
 
+/** The file was opened and judged, but is larger than the caller's `deferAboveBytes`: not read. */
+export interface DeferredFile {
+  ok: false;
+  reason: 'deferred';
+  size: number;
+}
+
 /**
  * Hashes one regular file without following a symlink and without blocking on a FIFO that was
  * swapped in after the walk: open with O_NOFOLLOW | O_NONBLOCK, then trust only fstat.
  *
  * This function runs both in the calling thread and, through its source text, inside hashing
  * workers (see hash-pool.ts), so it must reference nothing but its parameters and globals.
+ *
+ * `deferAboveBytes` lets the calling thread learn a file's size from the fstat it needs anyway
+ * (instead of a separate lstat pass over every file) and hand a large file to the hashing
+ * threads unread; the thread that hashes it later opens and judges it again from scratch.
  */
 export function hashRegularFileSync(
   fs: typeof FsModule,
   crypto: typeof CryptoModule,
   absolutePath: string,
   buffer: Buffer,
-): HashedFile {
+): HashedFile;
+export function hashRegularFileSync(
+  fs: typeof FsModule,
+  crypto: typeof CryptoModule,
+  absolutePath: string,
+  buffer: Buffer,
+  deferAboveBytes: number,
+): HashedFile | DeferredFile;
+export function hashRegularFileSync(
+  fs: typeof FsModule,
+  crypto: typeof CryptoModule,
+  absolutePath: string,
+  buffer: Buffer,
+  deferAboveBytes?: number,
+): HashedFile | DeferredFile {
   const flags =
     fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
   let fd: number;
@@ -37,6 +62,8 @@ export function hashRegularFileSync(
     const stat = fs.fstatSync(fd);
     if (!stat.isFile())
       return { ok: false, reason: 'changed', message: 'no longer a regular file' };
+    if (deferAboveBytes !== undefined && stat.size > deferAboveBytes)
+      return { ok: false, reason: 'deferred', size: stat.size };
     const executable = (stat.mode & 0o100) !== 0;
     const changed = (size: number): HashedFile => ({
       ok: false,

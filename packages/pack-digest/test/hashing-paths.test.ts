@@ -1,0 +1,123 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  computePackDigest,
+  digestManifest,
+  formatManifest,
+  parseManifestLines,
+} from '../src/index.js';
+import type { PackManifestEntry } from '../src/index.js';
+import { makeTree, removeTree, type TreeFile } from './tree.js';
+
+// The paths through the hashing code that issue 14's speed work added or changed: the calling
+// thread handing the rest of a pack to worker threads once it has seen 24 MiB, the 128 KiB read
+// buffer, and the manifest hashed in chunks. Each must give the digest SPEC.md defines.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const roots: string[] = [];
+afterEach(() => roots.splice(0).forEach(removeTree));
+
+function sha256(bytes: Buffer | string): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** A block whose bytes depend on `seed`, so that no two files hash alike. */
+function block(size: number, seed: number): Buffer {
+  const bytes = Buffer.alloc(size);
+  for (let i = 0; i + 4 <= size; i += 4096) bytes.writeUInt32LE((seed * 2654435761 + i) >>> 0, i);
+  return bytes;
+}
+
+describe('the calling thread hands the rest of a pack to the threads at 24 MiB', () => {
+  test('a file that crosses the mark mid-pack, and every file after it, hashed once each', async () => {
+    const files: TreeFile[] = [
+      { path: 'a/one.bin', content: block(3 * MiB, 1) },
+      { path: 'a/two.bin', content: block(2 * MiB, 2), mode: 'x' },
+      { path: 'b/crosses.bin', content: block(21 * MiB, 3) },
+      { path: 'c/after-1.bin', content: block(MiB + 3, 4) },
+      { path: 'c/after-2.bin', content: block(17, 5), mode: 'x' },
+      { path: 'c/after-3.bin', content: '' },
+      { path: 'link', symlink: 'a/one.bin' },
+    ];
+    const root = makeTree(files);
+    roots.push(root);
+
+    const handedOver = await computePackDigest(root, { threads: 2 });
+    const single = await computePackDigest(root, { parallel: 'never' });
+
+    expect(handedOver.entries).toEqual(single.entries);
+    expect(handedOver.digest).toBe(single.digest);
+    expect(handedOver.entries.map((entry) => entry.path)).toEqual([
+      'a/one.bin',
+      'a/two.bin',
+      'b/crosses.bin',
+      'c/after-1.bin',
+      'c/after-2.bin',
+      'c/after-3.bin',
+      'link',
+    ]);
+    for (const entry of handedOver.entries.filter((e) => e.mode !== 'l')) {
+      const bytes = readFileSync(join(root, entry.path));
+      expect(entry.sha256, entry.path).toBe(sha256(bytes));
+      expect(entry.size, entry.path).toBe(bytes.length);
+    }
+    expect(handedOver.entries.find((e) => e.path === 'a/two.bin')?.mode).toBe('x');
+    expect(handedOver.entries.find((e) => e.path === 'c/after-2.bin')?.mode).toBe('x');
+    expect(handedOver.totalBytes).toBe(3 * MiB + 2 * MiB + 21 * MiB + MiB + 3 + 17 + 9);
+    expect(handedOver.digest).toBe(sha256(formatManifest(handedOver.entries)));
+  });
+
+  test('the first file alone over the mark goes to the threads with the rest', async () => {
+    const root = makeTree([
+      { path: 'huge.bin', content: block(25 * MiB, 7) },
+      { path: 'small.txt', content: 'small\n' },
+    ]);
+    roots.push(root);
+    const auto = await computePackDigest(root, { threads: 2 });
+    expect(auto.entries.map((e) => [e.path, e.sha256])).toEqual([
+      ['huge.bin', sha256(readFileSync(join(root, 'huge.bin')))],
+      ['small.txt', sha256('small\n')],
+    ]);
+    expect(auto.digest).toBe((await computePackDigest(root, { parallel: 'never' })).digest);
+  });
+});
+
+describe('the 128 KiB read buffer', () => {
+  test.each([128 * KiB - 1, 128 * KiB, 128 * KiB + 1, 256 * KiB, 256 * KiB + 5])(
+    'a file of %i bytes hashes to its SHA-256 on every path',
+    async (size) => {
+      const content = block(size, size);
+      const root = makeTree([{ path: 'f.bin', content }]);
+      roots.push(root);
+      for (const options of [
+        { parallel: 'never' as const },
+        { parallel: 'always' as const, threads: 2 },
+      ]) {
+        const [entry] = (await computePackDigest(root, options)).entries;
+        expect(entry?.sha256).toBe(sha256(content));
+        expect(entry?.size).toBe(size);
+      }
+    },
+  );
+});
+
+describe('digestManifest hashes the manifest text in chunks', () => {
+  test('a manifest far larger than one chunk digests to the SHA-256 of its text', () => {
+    const entries: PackManifestEntry[] = Array.from({ length: 3000 }, (_, i) => ({
+      path: `skills/${String(i).padStart(5, '0')}/${'é'.repeat(i % 40)}${'n'.repeat(i % 97)}.md`,
+      mode: i % 3 === 0 ? 'x' : 'f',
+      sha256: sha256(String(i)),
+    }));
+    const text = formatManifest(entries);
+    expect(text.length).toBeGreaterThan(4 * 65_536);
+    expect(digestManifest(entries)).toBe(sha256(text));
+    expect(digestManifest(parseManifestLines(text.split('\n').slice(1, -1)))).toBe(sha256(text));
+  });
+
+  test('the empty manifest is the version line alone', () => {
+    expect(digestManifest([])).toBe(sha256('packwarden-digest/1\n'));
+  });
+});
