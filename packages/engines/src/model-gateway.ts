@@ -17,8 +17,11 @@ export type GatewayCredentialStyle = 'x-api-key' | 'bearer';
 export interface ModelGatewayOptions {
   /** The model server's root (`http(s)://host[:port][/prefix]`, no `/v1`): see {@link serverRoot}. */
   upstream: string;
-  /** The real credential: only this process and the upstream ever see it. */
-  token: string;
+  /**
+   * The real credential: only this process and the upstream ever see it. Absent: requests are
+   * forwarded without any credential (a local server that needs none).
+   */
+  token?: string;
   /** `x-api-key` (Anthropic) or `Authorization: Bearer` (OpenAI). */
   style: GatewayCredentialStyle;
   /** Largest request body forwarded (default 32 MiB). */
@@ -165,7 +168,6 @@ function refuse(response: ServerResponse, status: number, message: string): void
 export async function startModelGateway(options: ModelGatewayOptions): Promise<ModelGateway> {
   const root = serverRoot(options.upstream);
   if (root === undefined) throw new Error('the model gateway needs an http(s) upstream root');
-  if (options.token === '') throw new Error('the model gateway needs a token');
   const maxBody = options.maxBodyBytes ?? 32 * 1024 * 1024;
   const placeholder = `pw-turn-${randomBytes(24).toString('hex')}`;
   const send = root.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -223,8 +225,11 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
       }
       // Uncompressed answers, so the real token can be scrubbed from them whatever the upstream echoes.
       headers['accept-encoding'] = 'identity';
-      if (options.style === 'x-api-key') headers['x-api-key'] = options.token;
-      else headers.authorization = `Bearer ${options.token}`;
+      const { token } = options;
+      if (token !== undefined && token !== '') {
+        if (options.style === 'x-api-key') headers['x-api-key'] = token;
+        else headers.authorization = `Bearer ${token}`;
+      }
       const body = Buffer.concat(chunks);
       headers['content-length'] = body.length;
       forwarded += 1;
@@ -247,7 +252,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
           // A token shorter than a secret can be (runner-host's MIN_SECRET_LENGTH) is not
           // scrubbed: replacing every "x" would corrupt the stream and hide nothing.
           const scrubber =
-            options.token.length >= MIN_SECRET_LENGTH
+            options.token !== undefined && options.token.length >= MIN_SECRET_LENGTH
               ? new StreamScrubber(options.token, placeholder)
               : undefined;
           answer.on('data', (chunk: Buffer) => {

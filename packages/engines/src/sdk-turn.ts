@@ -52,8 +52,9 @@ export interface ModelRoute {
 /**
  * Opens the model route of one turn (engines README, "Model credentials"). With a token, a
  * host-side gateway on 127.0.0.1 holds it and the CLI gets the gateway's URL and a placeholder:
- * the token never enters the CLI's environment, files or the commands it runs. Without one, the
- * CLI gets the server root (or its own default) and no credential. An invalid `baseUrl` fails the
+ * the token never enters the CLI's environment, files or the commands it runs. A named server
+ * without a token goes through the gateway too (forwarded without a credential); with neither,
+ * the CLI keeps its own default and no credential. An invalid `baseUrl` fails the
  * turn (`base_url_invalid`) before anything starts.
  */
 export async function openModelRoute(
@@ -69,7 +70,7 @@ export async function openModelRoute(
       "the run frame's baseUrl is not an http(s) URL without credentials, query or fragment",
     );
   }
-  if (token === undefined || token === '') {
+  if ((token === undefined || token === '') && root === undefined) {
     return {
       root: root === undefined ? undefined : rootString(root),
       credential: undefined,
@@ -79,9 +80,11 @@ export async function openModelRoute(
   }
   let gateway: ModelGateway;
   try {
+    // Without a token, a named server still goes through the gateway: the CLI needs a
+    // credential to start (Claude Code: "Not logged in"), and gets only the placeholder.
     gateway = await startModelGateway({
       upstream: root === undefined ? defaultUpstream : rootString(root),
-      token,
+      ...(token !== undefined && token !== '' ? { token } : {}),
       style,
     });
   } catch (error) {

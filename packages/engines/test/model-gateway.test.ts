@@ -198,6 +198,19 @@ describe('the model gateway', () => {
     expect(server.seen[0]?.headers.authorization).toBe('Bearer x');
   });
 
+  test('without a token (a local server that needs none), requests are forwarded with no credential at all', async () => {
+    const server = await upstream();
+    const gateway = await startModelGateway({ upstream: server.url, style: 'x-api-key' });
+    closers.push(() => gateway.close());
+    expect((await send(gateway.url, '/v1/messages', { 'x-api-key': 'guess' })).status).toBe(401);
+    expect(
+      (await send(gateway.url, '/v1/messages', { 'x-api-key': gateway.placeholder })).status,
+    ).toBe(200);
+    expect(server.seen).toHaveLength(1);
+    expect(server.seen[0]?.headers['x-api-key']).toBeUndefined();
+    expect(server.seen[0]?.headers.authorization).toBeUndefined();
+  });
+
   test('a closed gateway accepts nothing (the placeholder is worthless after the turn)', async () => {
     const server = await upstream();
     const gateway = await startModelGateway({

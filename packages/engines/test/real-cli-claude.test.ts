@@ -266,6 +266,30 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
       expect(toolEnds(events)).toEqual([expect.objectContaining({ name: 'Bash', isError: true })]);
     }
   });
+
+  test('a local server without a token: the turn completes, the CLI holds a placeholder, the server gets no credential', async () => {
+    const server = await startFakeModelServer(() => ({ text: 'no key needed' }));
+    servers.push(server);
+    const engine = await createClaudeEngine({
+      pack: { id: 'real-pack', version: '1.0.0', fileAccess: 'workspace-write' },
+      baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
+    });
+    const s = session(engine, { workspaceRoot: tempDir(), stateDir: stateDir() });
+    const { events, outcome } = await s.run({
+      message: 'hi',
+      baseUrl: server.url,
+      modelId: 'claude-sonnet-4-5',
+    });
+    await s.close();
+    expect(outcome).toMatchObject({ type: 'result' });
+    expect(textOf(events)).toBe('no key needed');
+    expect(server.modelRequests().length).toBeGreaterThan(0);
+    for (const request of server.modelRequests()) {
+      expect(request.path).toBe('/v1/messages');
+      expect(request.headers['x-api-key']).toBeUndefined();
+      expect(request.headers.authorization).toBeUndefined();
+    }
+  });
 });
 
 /** `name` in the workspace Claude Code reports in its prompt ("Primary working directory: …"). */

@@ -260,4 +260,28 @@ describe('the codex engine with the real codex CLI', { timeout: 180_000 }, () =>
     });
     expect(refused.server.requests).toEqual([]);
   });
+
+  test('a local server without a token: the turn completes, the CLI holds a placeholder, the server gets no credential', async () => {
+    const server = await startFakeModelServer(() => ({ text: 'no key needed' }));
+    servers.push(server);
+    const engine = await createCodexEngine({
+      pack: { id: 'real-pack', version: '1.0.0', fileAccess: 'workspace-write' },
+      baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
+    });
+    const s = session(engine, { workspaceRoot: tempDir(), stateDir: stateDir() });
+    const { events, outcome } = await s.run({
+      message: 'hi',
+      baseUrl: server.url,
+      modelId: 'gpt-5.2-codex',
+    });
+    await s.close();
+    expect(outcome).toMatchObject({ type: 'result' });
+    expect(textOf(events)).toBe('no key needed');
+    expect(server.modelRequests().length).toBeGreaterThan(0);
+    for (const request of server.modelRequests()) {
+      expect(request.path).toBe('/v1/responses');
+      expect(request.headers['x-api-key']).toBeUndefined();
+      expect(request.headers.authorization).toBeUndefined();
+    }
+  });
 });
