@@ -57,14 +57,16 @@ const decode = (text) =>
       : x,
   );
 
-let targetFiles = [];
-try {
-  targetFiles = readdirSync(join(here, 'targets'))
-    .filter((f) => f.endsWith('.mjs'))
-    .sort();
-} catch {
-  targetFiles = [];
-}
+const listFolder = (dir) => {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+};
+const targetFiles = listFolder(join(here, 'targets'))
+  .filter((f) => f.endsWith('.mjs'))
+  .sort();
 if (targetFiles.length === 0) {
   console.error('fuzz: no target in fuzz/targets/');
   process.exit(1);
@@ -75,12 +77,7 @@ for (const file of targetFiles) {
   if (only && !only.has(target.name)) continue;
   const regressionDir = join(here, 'regressions', target.name);
   let replayed = 0;
-  let saved = [];
-  try {
-    saved = readdirSync(regressionDir).filter((f) => f.endsWith('.json'));
-  } catch {
-    saved = [];
-  }
+  const saved = listFolder(regressionDir).filter((f) => f.endsWith('.json'));
   for (const f of saved.sort()) {
     const { input } = decode(readFileSync(join(regressionDir, f), 'utf8'));
     try {
