@@ -2,8 +2,9 @@
 // --stdio --require-signed-pack` on the example pack (signed in a temp copy with a temp key, the
 // trust root in PACKWARDEN_PACK_SIGNING_KEYS), timed from spawn to the `welcome` frame, next to
 // `node -e 0`, in interleaved rounds.
-//   node bench/boot/run.mjs [--runs N] [--cpu-prof DIR]
-// --cpu-prof DIR writes one V8 CPU profile of a boot (after the timed rounds) to DIR.
+//   node bench/boot/run.mjs [--runs N] [--cpu-prof DIR] [--cli PATH]
+// --cpu-prof DIR writes one V8 CPU profile of a boot (after the timed rounds) to DIR; --cli runs
+// another build of the CLI (default apps/cli/dist/bin.js, built when missing).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -16,11 +17,12 @@ const flag = (name) => {
 };
 const runs = Number(flag('--runs') || 15) || 15;
 const profileDir = flag('--cpu-prof');
+const bin = flag('--cli') === undefined ? cliBin : resolve(flag('--cli'));
 const TARGET = 3;
 // A boot that has not said welcome by then is broken, not slow.
 const BOOT_TIMEOUT_MS = 60_000;
 
-ensureBuilt();
+if (flag('--cli') === undefined) ensureBuilt();
 const work = mkdtempSync(join(tmpdir(), 'pw-bench-boot-'));
 
 /**
@@ -34,7 +36,7 @@ function bootOnce(env, stateDir, nodeArgs = []) {
       process.execPath,
       [
         ...nodeArgs,
-        cliBin,
+        bin,
         'sandbox',
         '--stdio',
         '--require-signed-pack',
@@ -87,7 +89,7 @@ try {
   // environment, as a control plane would hand it to the sandbox.
   cpSync(join(repoRoot, 'examples', 'hello-pack'), join(work, 'hello-pack'), { recursive: true });
   const cli = (...args) =>
-    execFileSync(process.execPath, [cliBin, ...args], { cwd: work, encoding: 'utf8' });
+    execFileSync(process.execPath, [bin, ...args], { cwd: work, encoding: 'utf8' });
   const key = JSON.parse(
     cli('pack', 'keygen', '--kid', 'bench', '-o', join(work, 'key.pem'), '--json'),
   );
