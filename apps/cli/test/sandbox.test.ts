@@ -92,12 +92,18 @@ describe('the runner-host conformance kit against packwarden sandbox', () => {
       ]),
       { env: baseEnv(), stdio: ['ignore', 'ignore', 'pipe'] },
     );
+    const exitSignal = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
     let stderr = '';
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => (stderr += chunk));
     await until(() => stderr.includes('listening on'), 10_000, 'the socket');
-    const report = await runConformance({ socket });
+    // Custom engines run out of process: the engine's crash step would kill only the engine
+    // child, so the kit kills the sandbox itself from outside.
+    const report = await runConformance({ socket, killHost: () => void child.kill('SIGKILL') });
     expect(report.results.filter((r) => !r.ok)).toEqual([]);
+    expect(await exitSignal).toBe('SIGKILL');
     expect(report.results.map((r) => r.name).at(-1)).toBe('host killed mid-run');
     expect(stderr).toContain('[redacted]');
     for (const fragment of SECRET_FRAGMENTS) expect(stderr).not.toContain(fragment);

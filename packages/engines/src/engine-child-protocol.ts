@@ -22,6 +22,12 @@ export const ENGINE_CHILD_LIMITS = Object.freeze({
 
 const text = z.string().max(ENGINE_CHILD_LIMITS.maxTextChars);
 const short = z.string().max(4096);
+/**
+ * A native session id may be as long as the frame protocol carries one (runner-host README,
+ * "Caps": strings are cut at 1 MiB); the 4 KiB `short` bound turned a long one into a protocol
+ * violation that killed the child before its `session` frame got through.
+ */
+const nativeSessionId = z.string().max(1024 * 1024);
 const id = z.string().min(1).max(128);
 const seq = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const level = z.enum(['debug', 'info', 'warn', 'error']);
@@ -55,9 +61,9 @@ const emitPayload = z.discriminatedUnion('method', [
     code: short.optional(),
     retryable: z.boolean().optional(),
   }),
-  z.object({ method: z.literal('done'), nativeSessionId: short.optional() }),
+  z.object({ method: z.literal('done'), nativeSessionId: nativeSessionId.optional() }),
   z.object({ method: z.literal('warning'), code: short, message: text }),
-  z.object({ method: z.literal('session'), nativeSessionId: short }),
+  z.object({ method: z.literal('session'), nativeSessionId }),
 ]);
 export type EmitPayload = z.infer<typeof emitPayload>;
 
@@ -83,7 +89,7 @@ export const childMessageSchema = z.union([
     t: z.literal('end'),
     id,
     ok: z.literal(true),
-    nativeSessionId: short.optional(),
+    nativeSessionId: nativeSessionId.optional(),
   }),
   z.object({ t: z.literal('end'), id, ok: z.literal(false), error: failure }),
   z.object({ t: z.literal('maintained') }),

@@ -907,21 +907,33 @@ export const conformanceCases: ConformanceCase[] = [
         { op: 'text', text: 'working' },
         { op: 'wait', ms: 500 },
       ];
-      if (!('stdio' in context.target)) steps.push({ op: 'crash' });
+      const target = context.target;
+      // Who kills the host: over stdio the kit (it started the host); over a socket the harness's
+      // killHost hook, or else the engine's crash step (only a host running its engine in-process).
+      let kill: (() => void | Promise<void>) | undefined;
+      if ('stdio' in target) kill = () => void peer.child?.kill('SIGKILL');
+      else if (target.killHost !== undefined) kill = target.killHost;
+      else steps.push({ op: 'crash' });
       steps.push({ op: 'wait', ms: 30_000 });
       let killed = false;
+      let killFailed: unknown;
       const handle = client.run(
         { message: script(...steps) },
         {
           onEvent: (event) => {
-            if (event.type === 'text' && peer.child !== undefined && !killed) {
+            if (event.type === 'text' && kill !== undefined && !killed) {
               killed = true;
-              peer.child.kill('SIGKILL');
+              void Promise.resolve()
+                .then(kill)
+                .catch((error: unknown) => {
+                  killFailed = error;
+                });
             }
           },
         },
       );
       const outcome = await handle.outcome;
+      check(killFailed === undefined, `killHost failed: ${String(killFailed)}`);
       check(
         outcome.type === 'failed' && outcome.error.code === 'host_lost',
         `expected failed{host_lost}, got ${JSON.stringify(outcome).slice(0, 200)}`,

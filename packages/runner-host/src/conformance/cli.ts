@@ -3,8 +3,11 @@ import { parseArgs } from 'node:util';
 import { runConformance } from './runner.js';
 import type { ConformanceTarget } from './peer.js';
 
-const USAGE = `usage: packwarden-runner-conformance (--stdio "<command line>" | --socket PATH)
+const USAGE = `usage: packwarden-runner-conformance (--stdio "<command line>" | --socket PATH [--host-pid PID])
          [--only NAME]... [--timeout-ms N] [--cancel-timeout-ms N] [--json]
+
+With --socket, the last case kills the host: by SIGKILL to --host-pid when given, otherwise
+through the scripted engine's crash step (which reaches the host only when the engine runs in it).
 
 The host under test must load createScriptedTestEngine() from @packwarden/runner-host/conformance
 as its default engine. Prints one line per case; exits 1 if any case fails, 2 on usage errors.`;
@@ -18,6 +21,7 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
       options: {
         stdio: { type: 'string' },
         socket: { type: 'string' },
+        'host-pid': { type: 'string' },
         only: { type: 'string', multiple: true },
         'timeout-ms': { type: 'string' },
         'cancel-timeout-ms': { type: 'string' },
@@ -37,8 +41,24 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
     out.write(`give exactly one of --stdio and --socket\n${USAGE}\n`);
     return 2;
   }
+  const hostPidText = values['host-pid'];
+  const hostPid = hostPidText === undefined ? undefined : Number(hostPidText);
+  if (
+    hostPid !== undefined &&
+    (values.socket === undefined || !Number.isSafeInteger(hostPid) || hostPid <= 1)
+  ) {
+    out.write(`--host-pid takes a process id (above 1) and goes with --socket\n${USAGE}\n`);
+    return 2;
+  }
   const target: ConformanceTarget =
-    values.stdio !== undefined ? { stdio: values.stdio } : { socket: values.socket as string };
+    values.stdio !== undefined
+      ? { stdio: values.stdio }
+      : {
+          socket: values.socket as string,
+          ...(hostPid !== undefined
+            ? { killHost: () => void process.kill(hostPid, 'SIGKILL') }
+            : {}),
+        };
   const number = (value: string | undefined) => (value === undefined ? undefined : Number(value));
   const timeoutMs = number(values['timeout-ms']);
   const cancelTimeoutMs = number(values['cancel-timeout-ms']);

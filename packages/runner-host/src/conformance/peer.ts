@@ -3,8 +3,15 @@ import { createConnection } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { FrameDecoder, encodeFrame } from '../codec.js';
 
-/** Where the host under test is: a command line started per case (stdio) or a socket path. */
-export type ConformanceTarget = { stdio: string } | { socket: string };
+/**
+ * Where the host under test is: a command line started per case (stdio) or a socket path. A
+ * socket host is killed by the last case ("host killed mid-run"): through `killHost` when given
+ * (the harness that started the host kills it from outside, e.g. `process.kill(pid, 'SIGKILL')`),
+ * otherwise by the scripted engine's `crash` step, which kills the host only when the engine runs
+ * inside the host's own process.
+ */
+export type ConformanceTarget =
+  { stdio: string } | { socket: string; killHost?: () => void | Promise<void> };
 
 export interface ReceivedFrame {
   [key: string]: unknown;

@@ -28,7 +28,8 @@ export interface ConformanceReport {
 /**
  * Runs the protocol's conformance cases against a host. With `{ stdio }` every case starts a
  * fresh host from the command line; with `{ socket }` every case opens a fresh connection, and
- * the last case (host killed mid-run) kills the host process through the scripted engine.
+ * the last case (host killed mid-run) kills the host process: through the target's `killHost`
+ * when given, else through the scripted engine's `crash` step (an in-process engine only).
  */
 export async function runConformance(
   target: ConformanceTarget,
