@@ -51,6 +51,8 @@ function bootOnce(env, stateDir, nodeArgs = []) {
     let stderr = '';
     let welcomeMs;
     const timer = setTimeout(() => child.kill('SIGKILL'), BOOT_TIMEOUT_MS);
+    // A sandbox that dies at boot closes stdin: its exit and stderr below say why, not an EPIPE.
+    child.stdin.on('error', () => {});
     child.stdin.write(`${JSON.stringify({ type: 'hello', protocols: [1] })}\n`);
     child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
     child.stdout.setEncoding('utf8').on('data', (chunk) => {
