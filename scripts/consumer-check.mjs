@@ -31,6 +31,8 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
 const TYPES_NODE = '@types/node@20.19.43';
 const SOURCE_CONDITION = '@packwarden/source';
+/** The longest any one child process (build, pack, npm install, tsc, node) may run. */
+const STEP_TIMEOUT_MS = 10 * 60 * 1000;
 
 /** The published folders, in dependency order (the order does not matter to npm). */
 const PACKAGE_DIRS = [
@@ -80,7 +82,13 @@ const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
 
 async function run(command, argv, options = {}) {
   try {
-    return await execFile(command, argv, { maxBuffer: 64 * 1024 * 1024, ...options });
+    // Bounded: a hung npm or tsc fails the check instead of stalling CI.
+    return await execFile(command, argv, {
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: STEP_TIMEOUT_MS,
+      killSignal: 'SIGKILL',
+      ...options,
+    });
   } catch (error) {
     const output = `${error.stdout ?? ''}${error.stderr ?? ''}`.trim();
     throw new Error(`${command} ${argv.join(' ')} failed (exit ${error.code})\n${output}`, {
