@@ -177,6 +177,17 @@ Examples:
       },
     );
 
+  pack
+    .command('export')
+    .description('Write the byte-reproducible .tar.gz of a pack (what static stores serve)')
+    .argument('<pack>', 'pack path or installed pack name')
+    .option('-o, --output <file>', 'the archive to write (default: <name>-<version>.tgz)')
+    .option('--json', 'print a JSON document')
+    .action(async (ref: string, options: { output?: string; json?: boolean }) => {
+      const { packExport } = await import('./export-action.js');
+      state.exitCode = await packExport(io, ref, options);
+    });
+
   registerPackInstall(pack, io, state);
 }
 
