@@ -4,6 +4,8 @@
 //   node scripts/consumer-check.mjs              # build, pack, install, typecheck, run
 //   node scripts/consumer-check.mjs --no-build   # use the dist/ folders already built
 //   node scripts/consumer-check.mjs --keep       # keep the consumer project (its path is printed)
+//   node scripts/consumer-check.mjs --tarballs DIR   # check tarballs packed earlier (no build, no
+//                                                    # pack): e.g. a release's, or a known-bad set
 //
 // Every typecheck in the workspace reads src/ through the private `@packwarden/source` condition,
 // so nothing there ever reads a published file. This script does what a new user does:
@@ -19,9 +21,17 @@
 //   5. runs node on an import of every entry point and checks that named exports exist.
 // The last line is "consumer check: passed" or "consumer check: FAILED (<steps>)"; exit 1 on failure.
 import { execFile as execFileCallback } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  mkdirSync,
+  readdirSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { writeSnippets, snippetLocation } from './readme-snippets.mjs';
@@ -67,9 +77,15 @@ const EXPECTED_EXPORTS = {
   packwarden: ['run', 'createProgram', 'VERSION', 'CliError'],
 };
 
-const args = new Set(process.argv.slice(2));
-for (const arg of args) {
-  if (!['--no-build', '--keep'].includes(arg)) {
+const args = new Set();
+let givenTarballs;
+for (let index = 2; index < process.argv.length; index++) {
+  const arg = process.argv[index];
+  if (arg === '--tarballs' && process.argv[index + 1] !== undefined) {
+    givenTarballs = resolve(process.argv[++index]);
+  } else if (['--no-build', '--keep'].includes(arg)) {
+    args.add(arg);
+  } else {
     console.error(`consumer-check: unknown option ${arg}`);
     process.exit(2);
   }
@@ -155,7 +171,7 @@ async function inspectTarball(tarball) {
   );
   const { stdout: manifestText } = await run('tar', ['-xzOf', tarball, 'package/package.json']);
   const manifest = JSON.parse(manifestText);
-  const where = `${manifest.name} (${relative(repoRoot, tarball)})`;
+  const where = `${manifest.name} (${basename(tarball)})`;
   const problems = [];
   const source = PACKAGE_DIRS.map((dir) => readJson(join(repoRoot, dir, 'package.json'))).find(
     (candidate) => candidate.name === manifest.name,
@@ -174,12 +190,14 @@ async function inspectTarball(tarball) {
       `the published package.json still names the private "${SOURCE_CONDITION}" condition`,
     );
   }
-  const targets = [
-    ...exportTargets(manifest.exports),
-    manifest.main,
-    manifest.types,
-    ...(typeof manifest.bin === 'string' ? [manifest.bin] : Object.values(manifest.bin ?? {})),
-  ].filter((target) => typeof target === 'string');
+  const targets = new Set(
+    [
+      ...exportTargets(manifest.exports),
+      manifest.main,
+      manifest.types,
+      ...(typeof manifest.bin === 'string' ? [manifest.bin] : Object.values(manifest.bin ?? {})),
+    ].filter((target) => typeof target === 'string'),
+  );
   for (const target of targets) {
     const path = target.replace(/^\.\//, '');
     if (path.includes('*')) continue;
@@ -230,15 +248,20 @@ async function main() {
   mkdirSync(tarballDir);
   mkdirSync(project);
   try {
-    if (!args.has('--no-build')) {
-      log(`› build (${elapsed()})`);
-      await run('pnpm', ['-s', 'build'], { cwd: repoRoot });
+    if (givenTarballs !== undefined) {
+      for (const file of readdirSync(givenTarballs).filter((name) => name.endsWith('.tgz'))) {
+        copyFileSync(join(givenTarballs, file), join(tarballDir, file));
+      }
+    } else {
+      if (!args.has('--no-build')) {
+        log(`› build (${elapsed()})`);
+        await run('pnpm', ['-s', 'build'], { cwd: repoRoot });
+      }
+      log(`› pack (${elapsed()})`);
+      await pool(PACKAGE_DIRS, 3, (dir) =>
+        run('pnpm', ['pack', '--pack-destination', tarballDir], { cwd: join(repoRoot, dir) }),
+      );
     }
-
-    log(`› pack (${elapsed()})`);
-    await pool(PACKAGE_DIRS, 3, (dir) =>
-      run('pnpm', ['pack', '--pack-destination', tarballDir], { cwd: join(repoRoot, dir) }),
-    );
     const tarballs = readdirSync(tarballDir)
       .filter((file) => file.endsWith('.tgz'))
       .map((file) => join(tarballDir, file));
