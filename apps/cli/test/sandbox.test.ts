@@ -180,13 +180,14 @@ describe('packwarden sandbox', () => {
     });
     const { events } = await sandbox.run({ message: 'report', modelToken: token });
     const report = JSON.parse(textOf(events)) as Report;
+    // The engine's own folders are in <state>/engine, the one part of the state pack code sees.
     expect(report.env).toEqual({
-      HOME: join(state, 'home'),
+      HOME: join(state, 'engine', 'home'),
       PACKWARDEN_HOME: join(state, 'packwarden'),
       PACKWARDEN_SANDBOX: '1',
-      XDG_CACHE_HOME: join(state, 'cache'),
-      TMPDIR: join(state, 'tmp'),
-      homedir: join(state, 'home'),
+      XDG_CACHE_HOME: join(state, 'engine', 'cache'),
+      TMPDIR: join(state, 'engine', 'tmp'),
+      homedir: join(state, 'engine', 'home'),
     });
     expect(report.hasKey).toBe(true);
     expect(report.keyInEnv).toBe(false);
@@ -554,7 +555,17 @@ printf '%s' '{"version":2,"id":"ghost","entry":"ghost.mjs","engineExport":"Ghost
 printf '%s\\n' "import { writeFileSync } from 'node:fs'; writeFileSync('${canary}', 'ran'); export class Ghost { async run(turn) { writeFileSync('${canary}', 'ran'); await turn.emitter.text('ghost'); } }" > "$PACKWARDEN_HOME/engines/ghost/ghost.mjs"
 echo '{"type":"text","delta":"planted"}'`,
     );
-    const planted = packwarden(['run', planter, 'plant'], env);
+    // Confined, the planter cannot even reach <state>/packwarden (docs/sandbox.md, "State"):
+    // nothing lands on the host.
+    const confined = packwarden(['run', planter, 'plant', '--isolation', 'required'], env);
+    expect(confined.stdout).toContain('planted');
+    const [confinedState] = readdirSync(join(home, 'sandbox'));
+    expect(
+      existsSync(join(home, 'sandbox', confinedState as string, 'packwarden', 'engines', 'ghost')),
+    ).toBe(false);
+    rmSync(join(home, 'sandbox'), { recursive: true, force: true });
+    // Unconfined it can: the signed run must still refuse what it planted.
+    const planted = packwarden(['run', planter, 'plant', '--isolation', 'off'], env);
     expect(planted.stdout).toContain('planted');
     expect(planted.status).toBe(0);
     const [plantedState] = readdirSync(join(home, 'sandbox'));
@@ -994,6 +1005,29 @@ describe('socket mode: a live socket is never taken over', () => {
       expect(await first.exit).toBe(0);
     }
     expect(existsSync(socket)).toBe(false);
+  });
+
+  test('a socket inside the workspace or <state>/engine is refused (ERR_SOCKET_EXPOSED, exit 1): no socket, no pack code run', () => {
+    const state = dir();
+    for (const socket of [
+      join(state, 'workspace', 'frames.sock'),
+      join(state, 'engine', 'f.sock'),
+    ]) {
+      const refused = packwarden([
+        'sandbox',
+        '--agent',
+        probePack,
+        '--socket',
+        socket,
+        '--state-dir',
+        state,
+      ]);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain('where pack code could connect to it');
+      expect(existsSync(socket)).toBe(false);
+      // Refused before boot: the pack was never synced into the workspace.
+      expect(existsSync(join(state, 'workspace', '.packwarden'))).toBe(false);
+    }
   });
 });
 

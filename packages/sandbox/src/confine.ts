@@ -39,8 +39,8 @@ export interface SandboxConfinement {
 
 /**
  * The confinement of one sandbox, from the verified manifest (docs/sandbox.md, "Confinement"):
- * the pack copy read-only, the workspace writable only when `fileAccess` allows, the state dir as
- * the engine's own writable state, and the allowed origins. `required` throws
+ * the pack copy read-only, the workspace writable only when `fileAccess` allows, `<state>/engine`
+ * as the engine's own writable state, and the allowed origins. `required` throws
  * `ERR_ISOLATION_UNAVAILABLE` before any pack code runs when a guarantee cannot be enforced.
  */
 export async function confineSandbox(
@@ -53,11 +53,15 @@ export async function confineSandbox(
     {
       packDir: input.packDir,
       workspace: state.workspace,
-      engineStateDir: state.stateDir,
+      // Only `<state>/engine`: the frame socket and `<state>/packwarden` (installed engines) sit
+      // beside it, never inside what pack code sees (docs/sandbox.md, "State").
+      engineStateDir: state.engineDir,
       fileAccess: manifest.spec.permissions?.fileAccess ?? 'read-only',
       allowOrigins: allowedOrigins(manifest),
     },
-    { mode, env },
+    // The runtime folder (one-use environment files, the proxy socket) lives at the state root:
+    // os.tmpdir() is the engine's TMPDIR by now, which pack code can write.
+    { mode, env, runtimeParent: state.stateDir },
   );
   const missing: GuaranteeStatus[] = confinement.guarantees.filter(
     (guarantee) => guarantee.status === 'unavailable',

@@ -28,6 +28,11 @@ export type SandboxErrorCode =
   | 'ERR_ENGINE_UNVERIFIED'
   /** The socket path exists and is not a socket, or the socket cannot be bound. */
   | 'ERR_SOCKET'
+  /**
+   * The socket path lies inside a folder pack code can see (the workspace or `<state>/engine`):
+   * confined code could connect to it and send its own run frames.
+   */
+  | 'ERR_SOCKET_EXPOSED'
   /** The `run` driver could not start the sandbox process. */
   | 'ERR_SANDBOX_START'
   /** Confinement was required (`isolation: 'required'`) and a guarantee cannot be enforced. */

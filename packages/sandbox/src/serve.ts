@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { basename, dirname, resolve, sep } from 'node:path';
 import { PassThrough, type Writable } from 'node:stream';
 import type { EngineRuntime } from '@packwarden/engines';
 import { readPackwardenFlag } from '@packwarden/pack-manifest';
@@ -69,6 +70,31 @@ function positiveInteger(value: number, name: string): number {
 }
 
 /**
+ * The frame socket must stay outside every folder pack code sees: confinement hides only the
+ * sockets that exist when a command starts, and a connection can send a run frame whose model
+ * `baseUrl` widens the proxy's allowed origins (docs/sandbox.md, "State").
+ */
+async function refuseExposedSocket(path: string, state: SandboxState): Promise<void> {
+  let real: string;
+  try {
+    real = resolve(await realpath(dirname(path)), basename(path));
+  } catch {
+    // A missing parent folder is reported by the socket server itself (ERR_SOCKET).
+    return;
+  }
+  for (const [label, folder] of [
+    ['the workspace', state.workspace],
+    ['the engine state folder', state.engineDir],
+  ] as const) {
+    if (real === folder || real.startsWith(folder + sep))
+      throw new SandboxError(
+        'ERR_SOCKET_EXPOSED',
+        `the socket ${path} is inside ${label} (${folder}), where pack code could connect to it; put it elsewhere, e.g. ${resolve(state.stateDir, 'sandbox.sock')}`,
+      );
+  }
+}
+
+/**
  * The sandbox service (docs/sandbox.md): boots one pack and serves it behind the runner-host
  * protocol until the transport ends or `signal` aborts. It owns its process: it points
  * `process.env` at the state dir and prunes it to the engine allow-list, `chdir`s into the
@@ -93,6 +119,8 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     options.workspace === undefined ? undefined : resolve(cwd, options.workspace),
   );
   applyStateEnvironment(env, state);
+  if (options.transport.kind === 'socket')
+    await refuseExposedSocket(resolve(cwd, options.transport.path), state);
   const isolation = options.isolation ?? 'auto';
   if (!ISOLATION_MODES.includes(isolation))
     throw new SandboxError('ERR_INVALID_OPTIONS', 'isolation must be required, auto or off');
@@ -117,7 +145,9 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   process.chdir(state.workspace);
   options.onBooted?.(booted, state);
 
-  const runtime: EngineRuntime = { workspaceRoot: state.workspace, stateDir: state.stateDir };
+  // Engines keep their own state (homes, sessions, CLI config) in `<state>/engine`, the one
+  // state folder confinement lets pack code write.
+  const runtime: EngineRuntime = { workspaceRoot: state.workspace, stateDir: state.engineDir };
   const hostOptions = (): Omit<RunnerHostOptions<EngineRuntime>, 'input' | 'output'> => {
     const engine = sessionEngine(
       booted.engine,

@@ -5,6 +5,12 @@ import { SandboxError } from './errors.js';
 /** Where the sandbox keeps everything writable (docs/sandbox.md, "All writable state"). */
 export interface SandboxState {
   stateDir: string;
+  /**
+   * `<state>/engine`: the only part of the state pack code may see and write (HOME, TMPDIR, XDG
+   * dirs, npm's cache, engines' own state). The frame socket, `<state>/packwarden`, the verified
+   * pack copy and the confinement's runtime folder stay outside it (docs/sandbox.md, "State").
+   */
+  engineDir: string;
   home: string;
   /** `<state>/packwarden`: the sandbox's own `PACKWARDEN_HOME`. Writable by pack code: never verified. */
   packwardenHome: string;
@@ -38,14 +44,16 @@ export async function createSandboxState(
 ): Promise<SandboxState> {
   await makeDir(stateDir, 0o700);
   const root = await realpath(stateDir);
+  const engineDir = join(root, 'engine');
+  await makeDir(engineDir, 0o700);
   const env = {
-    HOME: join(root, 'home'),
-    XDG_CACHE_HOME: join(root, 'cache'),
-    XDG_CONFIG_HOME: join(root, 'config'),
-    XDG_DATA_HOME: join(root, 'data'),
-    XDG_STATE_HOME: join(root, 'local-state'),
-    TMPDIR: join(root, 'tmp'),
-    npm_config_cache: join(root, 'cache', 'npm'),
+    HOME: join(engineDir, 'home'),
+    XDG_CACHE_HOME: join(engineDir, 'cache'),
+    XDG_CONFIG_HOME: join(engineDir, 'config'),
+    XDG_DATA_HOME: join(engineDir, 'data'),
+    XDG_STATE_HOME: join(engineDir, 'local-state'),
+    TMPDIR: join(engineDir, 'tmp'),
+    npm_config_cache: join(engineDir, 'cache', 'npm'),
     PACKWARDEN_HOME: join(root, 'packwarden'),
     PACKWARDEN_SANDBOX: '1',
   };
@@ -55,6 +63,7 @@ export async function createSandboxState(
   await makeDir(workspaceDir);
   return {
     stateDir: root,
+    engineDir,
     home: env.HOME,
     packwardenHome: env.PACKWARDEN_HOME,
     workspace: await realpath(workspaceDir),
