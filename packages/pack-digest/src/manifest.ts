@@ -17,6 +17,9 @@ const LINE = /^([0-9a-f]{64}) ([fxl]) (.+)$/s;
 // Bytes 0x00–0x1F and 0x7F: never part of a path in a v1 manifest.
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
+// Printable ASCII: no control character, already NFC, valid Unicode, and ordered by UTF-16 code
+// units exactly as by UTF-8 bytes. Most paths are; they skip the checks that cannot fail for them.
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
 
 /** Orders paths by their UTF-8 bytes (what `LC_ALL=C sort` does), not by UTF-16 code units. */
 export function compareManifestPaths(a: string, b: string): number {
@@ -40,15 +43,17 @@ export function formatManifest(entries: readonly PackManifestEntry[]): string {
  */
 export function manifestPathProblem(path: string): string | undefined {
   if (path.length === 0) return 'empty path';
-  if (CONTROL.test(path)) return 'control character in path';
-  if (path.normalize('NFC') !== path) return 'path is not NFC-normalised';
+  const ascii = PRINTABLE_ASCII.test(path);
+  if (!ascii && CONTROL.test(path)) return 'control character in path';
+  if (!ascii && path.normalize('NFC') !== path) return 'path is not NFC-normalised';
   if (path.startsWith('/')) return 'absolute path';
   if (path === DIGEST_EXCLUDED_PATH) return 'the root pack.sig is never part of the digest';
   for (const segment of path.split('/')) {
     if (segment === '' || segment === '.' || segment === '..')
       return `bad path segment "${segment}"`;
   }
-  if (Buffer.from(path, 'utf8').toString('utf8') !== path) return 'path is not valid Unicode';
+  if (!ascii && Buffer.from(path, 'utf8').toString('utf8') !== path)
+    return 'path is not valid Unicode';
   return undefined;
 }
 
@@ -81,21 +86,26 @@ export function parseManifestLine(line: string): PackManifestEntry {
  */
 export function parseManifestLines(lines: readonly string[]): PackManifestEntry[] {
   const entries: PackManifestEntry[] = [];
-  let previous: Buffer | undefined;
+  let previous: string | undefined;
   for (const line of lines) {
     const entry = parseManifestLine(line);
-    const key = Buffer.from(entry.path, 'utf8');
-    if (previous && Buffer.compare(previous, key) >= 0) {
+    if (previous !== undefined && !isBefore(previous, entry.path)) {
       throw new PackDigestError(
         'ERR_DIGEST_MANIFEST_ORDER',
         `manifest lines are not sorted by path bytes (or repeat a path) at ${JSON.stringify(entry.path)}`,
         { path: entry.path },
       );
     }
-    previous = key;
+    previous = entry.path;
     entries.push(entry);
   }
   return entries;
+}
+
+/** `a` sorts strictly before `b` by UTF-8 bytes. */
+function isBefore(a: string, b: string): boolean {
+  if (PRINTABLE_ASCII.test(a) && PRINTABLE_ASCII.test(b)) return a < b;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')) < 0;
 }
 
 /** The digest of a manifest: lowercase hex SHA-256 of its text. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   computePackDigest,
@@ -119,5 +120,41 @@ describe('digestManifest hashes the manifest text in chunks', () => {
 
   test('the empty manifest is the version line alone', () => {
     expect(digestManifest([])).toBe(sha256('packwarden-digest/1\n'));
+  });
+});
+
+describe('parseManifestLines orders ASCII and non-ASCII paths by UTF-8 bytes', () => {
+  const segment = fc.stringMatching(/^[a-zA-Z0-9~ _é中\u{1F600}-]{1,6}$/u);
+  test('accepts byte order, refuses any adjacent swap, whatever mix of scripts', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(segment, { minLength: 2, maxLength: 12 }), (names) => {
+        const paths = names
+          .map((name) => name.normalize('NFC'))
+          .filter((name) => name.trim() === name && name !== '.' && name !== '..');
+        const sorted = [...new Set(paths)].sort((a, b) =>
+          Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')),
+        );
+        fc.pre(sorted.length >= 2);
+        const line = (path: string) => `${sha256(path)} f ${path}`;
+        expect(parseManifestLines(sorted.map(line)).map((e) => e.path)).toEqual(sorted);
+        for (let i = 0; i + 1 < sorted.length; i++) {
+          const swapped = [...sorted];
+          [swapped[i], swapped[i + 1]] = [swapped[i + 1]!, swapped[i]!];
+          expect(() => parseManifestLines(swapped.map(line))).toThrow(
+            expect.objectContaining({ code: 'ERR_DIGEST_MANIFEST_ORDER' }),
+          );
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test.each([
+    ['a\u0301', 'path is not NFC-normalised'],
+    ['tab\there', 'control character in path'],
+    ['lone\ud800', 'path is not valid Unicode'],
+    ['a//b', 'bad path segment ""'],
+  ])('still refuses %j outside printable ASCII: %s', (path, problem) => {
+    expect(() => parseManifestLines([`${sha256('x')} f ${path}`])).toThrow(problem);
   });
 });
