@@ -94,9 +94,7 @@ export async function computePackDigest(
       });
     });
 
-    const keyed = entries.map((entry) => ({ entry, key: Buffer.from(entry.path, 'utf8') }));
-    keyed.sort((a, b) => Buffer.compare(a.key, b.key));
-    const sorted = keyed.map(({ entry }) => entry);
+    const sorted = sortByPathBytes(entries);
     let totalBytes = 0;
     for (const entry of sorted) totalBytes += entry.size;
     return {
@@ -114,6 +112,19 @@ export async function computePackDigest(
     }
     throw error;
   }
+}
+
+// Printable ASCII orders by UTF-16 code units exactly as by UTF-8 bytes (SPEC.md's order), so
+// the common case sorts without a Buffer per path.
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
+
+function sortByPathBytes(entries: PackDigestEntry[]): PackDigestEntry[] {
+  if (entries.every((entry) => PRINTABLE_ASCII.test(entry.path))) {
+    return entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+  const keyed = entries.map((entry) => ({ entry, key: Buffer.from(entry.path, 'utf8') }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return keyed.map(({ entry }) => entry);
 }
 
 // Synchronous: two system calls of a few microseconds each, where a trip through libuv's thread
