@@ -18,6 +18,9 @@ step lint pnpm -s exec eslint .
 step format pnpm -s exec prettier --check . --log-level warn
 step build pnpm -s build
 step packaging pnpm -s check:packaging
+# The packages as consumers install them: packed tarballs in a fresh project outside the
+# workspace, every entry point typechecked (skipLibCheck off) and run, every README ts block.
+step consumer node scripts/consumer-check.mjs --no-build
 # A short fuzz run of every parser (fuzz/run.mjs): saved regressions first, then a seeded
 # time-boxed run per target. The README's "Fuzzing" section has the longer run.
 step fuzz node fuzz/run.mjs --budget-ms "${PACKWARDEN_FUZZ_BUDGET_MS:-4000}" --seed "${PACKWARDEN_FUZZ_SEED:-20261201}"
