@@ -1,8 +1,13 @@
 import { chmodSync, existsSync, readFileSync, readdirSync, utimesSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
-import { cleanTemps, cli, copyOfExample, tempDir } from './helpers.js';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { pushPackArtifact, exportPack } from '@packwarden/store-client';
+import {
+  startRegistry,
+  type RunningRegistry,
+} from '../../../packages/store-client/test/oci/registry.js';
+import { cleanTemps, cli, copyOfExample, examplePack, tempDir } from './helpers.js';
 
 afterEach(cleanTemps);
 
@@ -49,5 +54,102 @@ describe('pack export', () => {
     expect(result.code).not.toBe(0);
     expect(existsSync(join(out, 'x.tgz'))).toBe(false);
     expect(readdirSync(out)).toEqual([]);
+  });
+});
+
+describe('OCI registries (the real distribution registry on 127.0.0.1)', () => {
+  let registry: RunningRegistry;
+  beforeAll(async () => {
+    registry = await startRegistry();
+  }, 30_000);
+  afterAll(async () => {
+    await registry?.stop();
+  });
+  const env = () => ({ HOME: '/nonexistent-home', DOCKER_CONFIG: tempDir() });
+
+  test('push, re-push (same digest), info, list, install by tag, by digest and without a tag', async () => {
+    const repo = `oci://${registry.host}/packs/hello`;
+    const pushed = await cli(['store', 'push', examplePack, repo, '--plain-http', '--json'], {
+      env: env(),
+    });
+    expect(pushed.stderr).toBe('');
+    expect(pushed.code).toBe(0);
+    const first = (
+      JSON.parse(pushed.stdout) as {
+        pushed: { manifestDigest: string; tag: string; meta: { version: string; digest: string } };
+      }
+    ).pushed;
+    expect(first.tag).toBe(first.meta.version);
+    const again = await cli(['store', 'push', examplePack, repo, '--plain-http'], { env: env() });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`manifest ${first.manifestDigest}`);
+
+    const info = await cli(['store', 'info', `${repo}:${first.tag}`, '--plain-http'], {
+      env: env(),
+    });
+    expect(info.code).toBe(0);
+    expect(info.stdout).toContain(first.manifestDigest);
+    expect(info.stdout).toContain(first.meta.digest);
+    const list = await cli(['store', 'list', repo, '--plain-http', '--json'], { env: env() });
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.stdout) as { tags: string[] }).tags).toEqual([first.tag]);
+
+    const byTag = join(tempDir(), 'by-tag');
+    const tagged = await cli(
+      ['pack', 'install', `${repo}:${first.tag}`, '--to', byTag, '--plain-http', '--json'],
+      { env: env() },
+    );
+    expect(tagged.stderr).toBe('');
+    expect(tagged.code).toBe(0);
+    expect((JSON.parse(tagged.stdout) as { installed: { digest: string } }).installed.digest).toBe(
+      first.meta.digest,
+    );
+    expect(readFileSync(join(byTag, 'agent.yaml'))).toEqual(
+      readFileSync(join(examplePack, 'agent.yaml')),
+    );
+
+    const home = tempDir();
+    const byDigest = await cli(
+      ['store', 'install', `${repo}@${first.manifestDigest}`, '--plain-http'],
+      { env: { ...env(), PACKWARDEN_HOME: home } },
+    );
+    expect(byDigest.stderr).toBe('');
+    expect(byDigest.code).toBe(0);
+    expect(byDigest.stdout).toContain(`digest ${first.meta.digest}`);
+    expect(existsSync(join(home, 'agents'))).toBe(true);
+
+    const untagged = join(tempDir(), 'untagged');
+    const highest = await cli(['pack', 'install', repo, '--to', untagged, '--plain-http'], {
+      env: env(),
+    });
+    expect(highest.code).toBe(0);
+    expect(highest.stdout).toContain(first.manifestDigest);
+  }, 60_000);
+
+  test('annotations that lie about the pack digest: refused (exit 1), nothing installed', async () => {
+    const exported = await exportPack(examplePack);
+    const ref = `oci://${registry.host}/packs/liar:${exported.version}`;
+    await pushPackArtifact(
+      exported.archive,
+      { name: exported.slug, version: exported.version, digest: 'a'.repeat(64) },
+      ref,
+      { plainHttp: true, env: { HOME: '/nonexistent-home' } },
+    );
+    const to = join(tempDir(), 'liar');
+    const result = await cli(['pack', 'install', ref, '--to', to, '--plain-http', '--json'], {
+      env: env(),
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout + result.stderr).toContain('ERR_PACK_DIGEST_MISMATCH');
+    expect(existsSync(to)).toBe(false);
+  }, 30_000);
+
+  test('--plain-http to a registry off loopback: exit 2, ERR_OCI_PLAIN_HTTP_REFUSED', async () => {
+    const result = await cli(
+      ['store', 'info', 'oci://registry.example.com/packs/hello:1.0.0', '--plain-http', '--json'],
+      { env: env() },
+    );
+    expect(result.code).toBe(2);
+    expect(result.stdout + result.stderr).toContain('ERR_OCI_PLAIN_HTTP_REFUSED');
   });
 });

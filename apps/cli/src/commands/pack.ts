@@ -199,6 +199,12 @@ export function registerPackInstall(pack: Command, io: CliIo, state: RunState): 
       .argument('<slug>', 'the pack, as <slug> or <slug>@<version>')
       .requiredOption('--to <dir>', 'the folder to extract the pack into'),
   ).action(async (slug: string, options: InstallFlags) => {
+    if (slug.startsWith('oci://')) {
+      const { ociInstall } = await import('./oci-actions.js');
+      if (options.to === undefined) throw new Error('unreachable: --to is required');
+      state.exitCode = await ociInstall(io, slug, options, options.to);
+      return;
+    }
     const { packInstall } = await import('./store-actions.js');
     state.exitCode = await packInstall(io, slug, options);
   });

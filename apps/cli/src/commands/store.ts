@@ -13,6 +13,7 @@ export interface InstallFlags extends StoreFlags, TrustFlags {
   allowDowngrade?: boolean;
   requireSigned?: boolean;
   to?: string;
+  plainHttp?: boolean;
 }
 
 const STORE_HELP = `
@@ -36,7 +37,8 @@ export function installOptions(command: Command): Command {
       .option(
         '--require-signed',
         'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
-      ),
+      )
+      .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)'),
   );
 }
 
@@ -47,8 +49,15 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     .addHelpText('after', STORE_HELP);
 
   storeOption(store.command('list').description('List the artifacts in the store'))
+    .argument('[repository]', 'oci://HOST[:PORT]/REPO: list its tags')
     .option('--type <type>', 'only packs, skills or mcp')
-    .action(async (options: StoreFlags & { type?: string }) => {
+    .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
+    .action(async (repository: string | undefined, options: StoreFlags & { type?: string }) => {
+      if (repository !== undefined) {
+        const { ociList } = await import('./oci-actions.js');
+        state.exitCode = await ociList(io, repository, options);
+        return;
+      }
       const { storeList } = await import('./store-actions.js');
       state.exitCode = await storeList(io, undefined, options);
     });
@@ -64,8 +73,17 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     });
 
   storeOption(store.command('info').description('Show one artifact and its versions'))
-    .argument('<ref>', '<type>/<slug>[@<version>], e.g. pack/code-reviewer')
-    .action(async (ref: string, options: StoreFlags) => {
+    .argument(
+      '<ref>',
+      '<type>/<slug>[@<version>], e.g. pack/code-reviewer, or oci://HOST/REPO[:TAG]',
+    )
+    .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
+    .action(async (ref: string, options: StoreFlags & { plainHttp?: boolean }) => {
+      if (ref.startsWith('oci://')) {
+        const { ociInfo } = await import('./oci-actions.js');
+        state.exitCode = await ociInfo(io, ref, options);
+        return;
+      }
       const { storeInfo } = await import('./store-actions.js');
       state.exitCode = await storeInfo(io, ref, options);
     });
@@ -79,9 +97,30 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
         '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0, or a local .tgz (./x.tgz)',
       ),
   ).action(async (ref: string, options: InstallFlags) => {
+    if (ref.startsWith('oci://')) {
+      const { ociInstall } = await import('./oci-actions.js');
+      state.exitCode = await ociInstall(io, ref, options);
+      return;
+    }
     const { storeInstall } = await import('./store-actions.js');
     state.exitCode = await storeInstall(io, ref, options);
   });
+
+  store
+    .command('push')
+    .description("Push a pack to an OCI registry (the tag defaults to the pack's version)")
+    .argument('<pack>', 'pack path or installed pack name')
+    .argument('<ref>', 'oci://HOST[:PORT]/REPO[:TAG]')
+    .option('--plain-http', 'plain HTTP (loopback registries only)')
+    .option('--json', 'print a JSON document')
+    .addHelpText(
+      'after',
+      '\nCredentials: $DOCKER_CONFIG/config.json (default ~/.docker/config.json) `auths`.\nExit codes: 0 pushed, 1 refused by the registry, 2 usage, reference or auth problem.',
+    )
+    .action(async (pack: string, ref: string, options: { plainHttp?: boolean; json?: boolean }) => {
+      const { storePush } = await import('./oci-actions.js');
+      state.exitCode = await storePush(io, pack, ref, options);
+    });
 
   store
     .command('build')
