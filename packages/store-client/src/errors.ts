@@ -154,6 +154,13 @@ export type StoreErrorCode =
   | 'ERR_BUILD_PACK_CHANGED'
   /** Reading the packs or writing the output failed. */
   | 'ERR_BUILD_IO'
+  // lockfile (README "Lockfile")
+  /** A lockfile that is not JSON, not `lockfileVersion: 1`, over its bounds, or has a malformed entry. */
+  | 'ERR_LOCKFILE_INVALID'
+  /** A lockfile could not be read or written (not: absent when recording, which starts an empty one). */
+  | 'ERR_LOCKFILE_IO'
+  /** A frozen install found different bytes or digests than the lock records (a moved tag, a re-published version). */
+  | 'ERR_LOCK_MISMATCH'
   | OciErrorCode; // OCI registries: each documented in ./oci/errors.ts
 
 export interface StoreErrorOptions {

@@ -53,3 +53,13 @@ export { isLoopbackHost } from './url-policy.js';
 export * from './oci/index.js';
 export { exportPack, openPackArchive } from './archive-file.js';
 export type { ExportedPack, ExportPackOptions, OpenPackArchiveOptions } from './archive-file.js';
+export {
+  assertLockEntryMatches,
+  formatLockfile,
+  LOCKFILE_LIMITS,
+  LOCKFILE_VERSION,
+  parseLockfile,
+  readLockfile,
+  writeLockfile,
+} from './lockfile.js';
+export type { LockEntry, Lockfile } from './lockfile.js';

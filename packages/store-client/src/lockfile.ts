@@ -1,0 +1,210 @@
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { parseStrictJson } from '@packwarden/pack-manifest';
+import { StoreError } from './errors.js';
+
+/** The one lockfile format (README "Lockfile"). */
+export const LOCKFILE_VERSION = 1;
+
+/** Bounds: a lockfile is a small document; anything larger is refused unread. */
+export const LOCKFILE_LIMITS = { maxBytes: 4 * 1024 * 1024, maxEntries: 10_000 } as const;
+
+/** What one install recorded, under the key `type/slug`. */
+export interface LockEntry {
+  version: string;
+  /** The store index URL, or the `oci://HOST/REPO` repository. */
+  source: string;
+  /** The archive URL, or `oci://HOST/REPO@sha256:…` (the manifest digest). */
+  resolved: string;
+  /** SHA-256 (64 hex) of the archive installed. */
+  archiveSha256: string;
+  /** Pack digest v1 (64 hex) of what was installed. */
+  packDigest: string;
+  /** The `kid` whose signature verified at install, else null. */
+  signer: string | null;
+}
+
+export interface Lockfile {
+  lockfileVersion: 1;
+  packs: Record<string, LockEntry>;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const KEY = /^(pack|skill|mcp)\/[a-z0-9][a-z0-9._-]{0,127}$/;
+const ENTRY_FIELDS = [
+  'version',
+  'source',
+  'resolved',
+  'archiveSha256',
+  'packDigest',
+  'signer',
+] as const;
+
+function invalid(file: string, message: string): StoreError {
+  return new StoreError('ERR_LOCKFILE_INVALID', `${file}: ${message}`, { subject: file });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Parses and checks a lockfile document: strict JSON, version 1, bounded, every field typed. */
+export function parseLockfile(text: string, file = 'lockfile'): Lockfile {
+  let document: unknown;
+  try {
+    document = parseStrictJson(text, { maxBytes: LOCKFILE_LIMITS.maxBytes, what: file });
+  } catch (cause) {
+    throw new StoreError('ERR_LOCKFILE_INVALID', (cause as Error).message, {
+      cause,
+      subject: file,
+    });
+  }
+  if (!isRecord(document)) throw invalid(file, 'is not a JSON object');
+  if (document.lockfileVersion !== LOCKFILE_VERSION)
+    throw invalid(file, `lockfileVersion must be ${LOCKFILE_VERSION}`);
+  for (const key of Object.keys(document))
+    if (key !== 'lockfileVersion' && key !== 'packs') throw invalid(file, `unknown field "${key}"`);
+  if (!isRecord(document.packs)) throw invalid(file, '"packs" must be an object');
+  const keys = Object.keys(document.packs);
+  if (keys.length > LOCKFILE_LIMITS.maxEntries)
+    throw invalid(file, `more than ${LOCKFILE_LIMITS.maxEntries} entries`);
+  const packs: Record<string, LockEntry> = {};
+  for (const key of keys) {
+    if (!KEY.test(key)) throw invalid(file, `entry "${key}" is not type/slug`);
+    const raw = document.packs[key];
+    if (!isRecord(raw)) throw invalid(file, `entry ${key} is not an object`);
+    for (const field of Object.keys(raw))
+      if (!(ENTRY_FIELDS as readonly string[]).includes(field))
+        throw invalid(file, `entry ${key} has an unknown field "${field}"`);
+    for (const field of ['version', 'source', 'resolved'] as const) {
+      const value = raw[field];
+      if (typeof value !== 'string' || value === '' || value.length > 2048)
+        throw invalid(file, `entry ${key}: ${field} must be a non-empty string`);
+    }
+    for (const field of ['archiveSha256', 'packDigest'] as const) {
+      if (typeof raw[field] !== 'string' || !HEX64.test(raw[field]))
+        throw invalid(file, `entry ${key}: ${field} must be 64 lowercase hex`);
+    }
+    if (raw.signer !== null && (typeof raw.signer !== 'string' || raw.signer.length > 256))
+      throw invalid(file, `entry ${key}: signer must be a key id or null`);
+    packs[key] = normalizeEntry(raw as unknown as LockEntry);
+  }
+  return { lockfileVersion: 1, packs };
+}
+
+function normalizeEntry(entry: LockEntry): LockEntry {
+  // Fixed field order: the file diffs cleanly whatever order the entry was built in.
+  return {
+    version: entry.version,
+    source: entry.source,
+    resolved: entry.resolved,
+    archiveSha256: entry.archiveSha256,
+    packDigest: entry.packDigest,
+    signer: entry.signer,
+  };
+}
+
+/** The lockfile's text: `lockfileVersion`, then entries sorted by key, fields in a fixed order. */
+export function formatLockfile(lock: Lockfile): string {
+  const packs: Record<string, LockEntry> = {};
+  for (const key of Object.keys(lock.packs).sort()) packs[key] = normalizeEntry(lock.packs[key]!);
+  return `${JSON.stringify({ lockfileVersion: LOCKFILE_VERSION, packs }, null, 2)}\n`;
+}
+
+/**
+ * Reads a lockfile, bounded before reading. An absent file is `undefined` (the caller decides:
+ * recording starts an empty lock, a frozen install refuses).
+ */
+export async function readLockfile(file: string): Promise<Lockfile | undefined> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new StoreError('ERR_LOCKFILE_IO', `cannot read ${file}: ${(cause as Error).message}`, {
+      cause,
+      subject: file,
+    });
+  }
+  let text: string;
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw invalid(file, 'is not a file');
+    if (info.size > LOCKFILE_LIMITS.maxBytes)
+      throw invalid(file, `is larger than ${LOCKFILE_LIMITS.maxBytes} bytes`);
+    const buffer = Buffer.alloc(LOCKFILE_LIMITS.maxBytes + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      // Grew while being read: still bounded.
+      if (length > LOCKFILE_LIMITS.maxBytes)
+        throw invalid(file, `is larger than ${LOCKFILE_LIMITS.maxBytes} bytes`);
+    }
+    text = buffer.subarray(0, length).toString('utf8');
+  } catch (cause) {
+    if (cause instanceof StoreError) throw cause;
+    throw new StoreError('ERR_LOCKFILE_IO', `cannot read ${file}: ${(cause as Error).message}`, {
+      cause,
+      subject: file,
+    });
+  } finally {
+    await handle.close();
+  }
+  return parseLockfile(text, file);
+}
+
+/**
+ * Writes the lockfile atomically: a temporary file in the same folder, fsynced, renamed over
+ * the old one, then the folder fsynced, so a crash leaves the old lock or the new one.
+ */
+export async function writeLockfile(file: string, lock: Lockfile): Promise<void> {
+  const text = formatLockfile(lock);
+  const temp = join(dirname(file), `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'wx', 0o644);
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+    const folder = await open(dirname(file), 'r');
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+  } catch (cause) {
+    await rm(temp, { force: true });
+    throw new StoreError('ERR_LOCKFILE_IO', `cannot write ${file}: ${(cause as Error).message}`, {
+      cause,
+      subject: file,
+    });
+  }
+}
+
+/**
+ * A frozen install's check, before anything is installed: what the source offers now must be
+ * what the lock recorded. Throws `ERR_LOCK_MISMATCH` naming the entry, the field, and the old
+ * and new values.
+ */
+export function assertLockEntryMatches(
+  key: string,
+  locked: LockEntry,
+  now: Partial<Pick<LockEntry, 'resolved' | 'archiveSha256' | 'packDigest'>>,
+): void {
+  for (const field of ['resolved', 'archiveSha256', 'packDigest'] as const) {
+    const value = now[field];
+    if (value !== undefined && value !== locked[field]) {
+      throw new StoreError(
+        'ERR_LOCK_MISMATCH',
+        `${key}@${locked.version}: ${field} is now ${value}, the lock records ${locked[field]} (a moved tag or a re-published version); nothing was installed`,
+        { subject: key },
+      );
+    }
+  }
+}
