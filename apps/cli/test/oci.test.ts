@@ -1,4 +1,13 @@
-import { chmodSync, existsSync, readFileSync, readdirSync, utimesSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -152,4 +161,97 @@ describe('OCI registries (the real distribution registry on 127.0.0.1)', () => {
     expect(result.code).toBe(2);
     expect(result.stdout + result.stderr).toContain('ERR_OCI_PLAIN_HTTP_REFUSED');
   });
+});
+
+describe('lockfile: --lock records, --frozen refuses what changed', () => {
+  let registry: RunningRegistry;
+  beforeAll(async () => {
+    registry = await startRegistry();
+  }, 30_000);
+  afterAll(async () => {
+    await registry?.stop();
+  });
+
+  test('a moved tag on the registry: frozen install refused (exit 1), installed pack unchanged', async () => {
+    const env = { HOME: '/nonexistent-home', DOCKER_CONFIG: tempDir(), PACKWARDEN_HOME: tempDir() };
+    const repo = `oci://${registry.host}/packs/moving`;
+    const pack = copyOfExample();
+    expect((await cli(['store', 'push', pack, repo, '--plain-http'], { env })).code).toBe(0);
+    const lockFile = join(tempDir(), 'packwarden.lock');
+    const first = await cli(['store', 'install', repo, '--plain-http', '--lock', lockFile], {
+      env,
+    });
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    const lock = JSON.parse(readFileSync(lockFile, 'utf8')) as {
+      lockfileVersion: number;
+      packs: Record<string, { resolved: string; packDigest: string; source: string }>;
+    };
+    expect(lock.lockfileVersion).toBe(1);
+    const [key] = Object.keys(lock.packs);
+    const entry = lock.packs[key!]!;
+    expect(entry.source).toBe(repo);
+    expect(entry.resolved).toMatch(/@sha256:[0-9a-f]{64}$/);
+    const installedDir = first.stdout.match(/into (\S+)/)![1]!;
+    const before = readFileSync(join(installedDir, 'AGENTS.md'));
+
+    // The same version, other content, pushed over the same tag (tags are mutable by default).
+    writeFileSync(join(pack, 'AGENTS.md'), 'changed after the lock was written\n');
+    expect((await cli(['store', 'push', pack, repo, '--plain-http'], { env })).code).toBe(0);
+
+    const frozen = await cli(
+      ['store', 'install', '--frozen', '--lock', lockFile, '--plain-http', '--force', '--json'],
+      { env },
+    );
+    expect(frozen.code).toBe(1);
+    const output = frozen.stdout + frozen.stderr;
+    expect(output).toContain('ERR_LOCK_MISMATCH');
+    expect(output).toContain(key!);
+    expect(output).toContain(entry.resolved.split('@')[1]!);
+    expect(readFileSync(join(installedDir, 'AGENTS.md'))).toEqual(before);
+    expect(readFileSync(lockFile, 'utf8')).toContain(entry.resolved);
+  }, 60_000);
+
+  test('a static store re-publishing a version: frozen install refused, installed pack unchanged', async () => {
+    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: tempDir() };
+    const packs = tempDir();
+    const pack = join(packs, 'hello-pack');
+    cpSync(examplePack, pack, { recursive: true });
+    const storeDir = join(tempDir(), 'store');
+    expect((await cli(['store', 'build', packs, '--out', storeDir], { env })).code).toBe(0);
+    const lockFile = join(tempDir(), 'packwarden.lock');
+    const name = 'hello-pack';
+    const first = await cli(
+      ['store', 'install', `pack/${name}`, '--store', storeDir, '--lock', lockFile],
+      { env },
+    );
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    const installedDir = first.stdout.match(/into (\S+)/)![1]!;
+    const before = readFileSync(join(installedDir, 'AGENTS.md'));
+    const locked = JSON.parse(readFileSync(lockFile, 'utf8')) as {
+      packs: Record<string, { archiveSha256: string; source: string }>;
+    };
+    expect(Object.keys(locked.packs)).toEqual([`pack/${name}`]);
+
+    // Nothing changed yet: the frozen install installs the locked version again.
+    const unchanged = await cli(['store', 'install', '--frozen', '--lock', lockFile, '--force'], {
+      env,
+    });
+    expect(unchanged.stderr).toBe('');
+    expect(unchanged.code).toBe(0);
+    expect(unchanged.stdout).toContain(`checked against ${lockFile}`);
+
+    writeFileSync(join(pack, 'AGENTS.md'), 're-published with other bytes\n');
+    rmSync(storeDir, { recursive: true, force: true });
+    expect((await cli(['store', 'build', packs, '--out', storeDir], { env })).code).toBe(0);
+
+    const frozen = await cli(['store', 'install', '--frozen', '--lock', lockFile, '--force'], {
+      env,
+    });
+    expect(frozen.code).toBe(1);
+    expect(frozen.stderr).toContain(`pack/${name}`);
+    expect(frozen.stderr).toContain(locked.packs[`pack/${name}`]!.archiveSha256);
+    expect(readFileSync(join(installedDir, 'AGENTS.md'))).toEqual(before);
+  }, 60_000);
 });

@@ -7,6 +7,7 @@ import {
   pushPackFolder,
   resolvePackArtifact,
   withPulledPackArtifact,
+  type InstallPackOptions,
   type InstallResult,
   type ResolvedPackArtifact,
   type Store,
@@ -140,20 +141,11 @@ export interface OciInstalled {
   artifact: ResolvedPackArtifact;
 }
 
-/**
- * Installs an `oci://` reference with every check of a store install: the layer is pulled with
- * its size and sha256 checked while streaming (OCI.md), then installed by installPack from a
- * one-pack store whose entry states the annotations' name, version and pack digest, so the
- * extracted agent.yaml must name them and the recomputed digest must equal
- * `dev.packwarden.pack.digest` (store-client README "Static stores": ERR_PACK_IDENTITY_MISMATCH,
- * ERR_PACK_DIGEST_MISMATCH) before anything is moved into place.
- */
-export async function installFromOci(
+/** `installPack` options every CLI install shares: the signature policy of `store install`. */
+export async function installPolicy(
   io: CliIo,
-  reference: string,
-  flags: InstallFlags & OciFlags,
-  to: string | undefined,
-): Promise<OciInstalled> {
+  flags: InstallFlags,
+): Promise<Pick<InstallPackOptions, 'requireSigned' | 'selectKey'>> {
   let requireSigned = flags.requireSigned === true;
   try {
     requireSigned ||= readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
@@ -167,8 +159,32 @@ export async function installFromOci(
   // A trust root given means the signature is checked, required or not (as store install).
   const loaded = await loadTrustRootOrExit(io, flags);
   const root = requireSigned || loaded.status !== 'none' ? loaded : undefined;
+  return {
+    requireSigned,
+    ...(root ? { selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }) } : {}),
+  };
+}
+
+/**
+ * Installs an `oci://` reference with every check of a store install: the layer is pulled with
+ * its size and sha256 checked while streaming (OCI.md), then installed by installPack from a
+ * one-pack store whose entry states the annotations' name, version and pack digest, so the
+ * extracted agent.yaml must name them and the recomputed digest must equal
+ * `dev.packwarden.pack.digest` (store-client README "Static stores": ERR_PACK_IDENTITY_MISMATCH,
+ * ERR_PACK_DIGEST_MISMATCH) before anything is moved into place.
+ */
+export async function installFromOci(
+  io: CliIo,
+  reference: string,
+  flags: InstallFlags & OciFlags,
+  to: string | undefined,
+  check?: (pulled: ResolvedPackArtifact) => void,
+): Promise<OciInstalled> {
+  const policy = await installPolicy(io, flags);
   return withOciExitCodes(() =>
     withPulledPackArtifact(reference, clientOptions(io, flags), async (pulled) => {
+      // A lockfile's check (lock-actions.ts) runs before anything is installed.
+      check?.(pulled);
       const archive = await openPackArchive(pulled.file, { env: io.env });
       const opened = archive.resolve({
         type: 'pack',
@@ -195,10 +211,7 @@ export async function installFromOci(
         { type: 'pack', slug: pulled.meta.name, version: pulled.meta.version },
         {
           env: io.env,
-          requireSigned,
-          ...(root
-            ? { selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }) }
-            : {}),
+          ...policy,
           ...(flags.force ? { force: true } : {}),
           ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
           ...(to === undefined ? {} : { to: resolve(io.cwd, to) }),

@@ -199,6 +199,15 @@ export function registerPackInstall(pack: Command, io: CliIo, state: RunState): 
       .argument('<slug>', 'the pack, as <slug> or <slug>@<version>')
       .requiredOption('--to <dir>', 'the folder to extract the pack into'),
   ).action(async (slug: string, options: InstallFlags) => {
+    if (options.lock !== undefined || options.frozen) {
+      const { lockedInstall } = await import('./lock-actions.js');
+      const reference =
+        /^oci:\/\/|\.(tgz|tar\.gz)$|^\.{0,2}\//i.test(slug) || slug.includes('/')
+          ? slug
+          : `pack/${slug}`;
+      state.exitCode = await lockedInstall(io, reference, options, options.to);
+      return;
+    }
     if (slug.startsWith('oci://')) {
       const { ociInstall } = await import('./oci-actions.js');
       if (options.to === undefined) throw new Error('unreachable: --to is required');

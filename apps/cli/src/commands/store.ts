@@ -14,6 +14,8 @@ export interface InstallFlags extends StoreFlags, TrustFlags {
   requireSigned?: boolean;
   to?: string;
   plainHttp?: boolean;
+  lock?: string;
+  frozen?: boolean;
 }
 
 const STORE_HELP = `
@@ -38,7 +40,12 @@ export function installOptions(command: Command): Command {
         '--require-signed',
         'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
       )
-      .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)'),
+      .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
+      .option('--lock <file>', 'record what is installed in this lockfile (packwarden.lock)')
+      .option(
+        '--frozen',
+        'with --lock: install exactly what the lockfile lists, refuse any change',
+      ),
   );
 }
 
@@ -93,10 +100,19 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
       .command('install')
       .description('Install a pack into $PACKWARDEN_HOME/agents/<slug>/<version>, atomically')
       .argument(
-        '<ref>',
-        '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0, or a local .tgz (./x.tgz)',
+        '[ref]',
+        '<type>/<slug>[@<version>], e.g. pack/code-reviewer@1.2.0, a local .tgz (./x.tgz) or oci://…; with --frozen: every pack of the lock when omitted',
       ),
-  ).action(async (ref: string, options: InstallFlags) => {
+  ).action(async (ref: string | undefined, options: InstallFlags) => {
+    if (options.lock !== undefined || options.frozen) {
+      const { lockedInstall } = await import('./lock-actions.js');
+      state.exitCode = await lockedInstall(io, ref, options);
+      return;
+    }
+    if (ref === undefined) {
+      const { CliError, EXIT } = await import('../errors.js');
+      throw new CliError('store install needs a <ref> (or --frozen --lock FILE)', EXIT.usage);
+    }
     if (ref.startsWith('oci://')) {
       const { ociInstall } = await import('./oci-actions.js');
       state.exitCode = await ociInstall(io, ref, options);
