@@ -255,3 +255,45 @@ describe('lockfile: --lock records, --frozen refuses what changed', () => {
     expect(readFileSync(join(installedDir, 'AGENTS.md'))).toEqual(before);
   }, 60_000);
 });
+
+describe('pack verify --installed --lock', () => {
+  test('an edited file of an installed pack is reported as drift (exit 1)', async () => {
+    const home = tempDir();
+    const work = tempDir();
+    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: home };
+    const archive = join(tempDir(), 'hello.tgz');
+    expect((await cli(['pack', 'export', examplePack, '-o', archive], { env })).code).toBe(0);
+    const lockFile = join(tempDir(), 'packwarden.lock');
+    const installed = await cli(['store', 'install', archive, '--lock', lockFile], {
+      env,
+      cwd: work,
+    });
+    expect(installed.stderr).toBe('');
+    expect(installed.code).toBe(0);
+    const clean = await cli(['pack', 'verify', '--installed', '--lock', lockFile], {
+      env,
+      cwd: work,
+    });
+    expect(clean.stdout).toContain('ok         pack/hello-pack');
+    expect(clean.code).toBe(0);
+
+    const dir = installed.stdout.match(/into (\S+)/)![1]!;
+    writeFileSync(join(dir, 'AGENTS.md'), 'edited after install\n');
+    const drift = await cli(['pack', 'verify', '--installed', '--lock', lockFile, '--json'], {
+      env,
+      cwd: work,
+    });
+    expect(drift.code).toBe(1);
+    const report = JSON.parse(drift.stdout) as {
+      ok: boolean;
+      packs: { key: string; status: string }[];
+    };
+    expect(report.ok).toBe(false);
+    expect(report.packs).toContainEqual(
+      expect.objectContaining({ key: 'pack/hello-pack', status: 'drifted' }),
+    );
+
+    const noLock = await cli(['pack', 'verify', '--installed'], { env, cwd: work });
+    expect(noLock.code).toBe(2);
+  }, 60_000);
+});

@@ -151,6 +151,8 @@ A bare name that is both a folder here and an installed pack is refused: write .
       .argument('[packs...]', 'pack paths or installed pack names')
       .option('--all <dir>', 'verify every pack folder under DIR, one line each, then a summary')
       .option('--require-signed', 'with several packs or --all: an unsigned pack fails too')
+      .option('--installed', 'with --lock FILE: report installed packs whose content drifted')
+      .option('--lock <file>', 'the lockfile --installed compares with')
       .option('--json', 'print a JSON document'),
   )
     .addHelpText(
@@ -170,8 +172,19 @@ Examples:
     .action(
       async (
         refs: string[],
-        options: TrustFlags & { all?: string; requireSigned?: boolean; json?: boolean },
+        options: TrustFlags & {
+          all?: string;
+          requireSigned?: boolean;
+          json?: boolean;
+          installed?: boolean;
+          lock?: string;
+        },
       ) => {
+        if (options.installed) {
+          const { packVerifyInstalled } = await import('./lock-actions.js');
+          state.exitCode = await packVerifyInstalled(io, options);
+          return;
+        }
         const { packVerify } = await import('./verify-actions.js');
         state.exitCode = await packVerify(io, refs, options);
       },
