@@ -44,6 +44,30 @@ const semver = stringOf('a semantic version such as "1.2.0"')
 
 const relativePath = string().min(1).max(4096);
 
+/** Entries of `spec.permissions.network.allow`, and characters of one (README, "Network"). */
+export const NETWORK_ALLOW_LIMITS = Object.freeze({ maxOrigins: 256, maxOriginLength: 2048 });
+
+// One origin and nothing more: `http(s)://host[:port]` (a trailing `/` at most) or `host:port`.
+// A host is a DNS name or IPv4 address (letters, digits, `-`, `_`, dots; no `*`) or a bracketed
+// IPv6 address. Paths, queries, credentials and wildcards are refused here, so that a list never
+// means more than it says; confinement parses each entry again before it admits anything.
+const DNS_LABEL = '[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?';
+const ORIGIN_HOST = `(?:(?:${DNS_LABEL}\\.)*${DNS_LABEL}\\.?|\\[[0-9A-Fa-f:.]{2,45}\\])`;
+const ORIGIN_PORT =
+  '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+export const NETWORK_ORIGIN_PATTERN = new RegExp(
+  `^(?:https?://${ORIGIN_HOST}(?::${ORIGIN_PORT})?/?|${ORIGIN_HOST}:${ORIGIN_PORT})$`,
+);
+
+const networkOrigin = string()
+  .max(NETWORK_ALLOW_LIMITS.maxOriginLength, {
+    message: `must be at most ${NETWORK_ALLOW_LIMITS.maxOriginLength} characters`,
+  })
+  .regex(NETWORK_ORIGIN_PATTERN, {
+    message:
+      'must be an origin: https://host[:port], http://host[:port] or host:port (no path, credentials or wildcards)',
+  });
+
 export const AgentMetadataSchema = looseObject({
   name: packName,
   version: semver,
@@ -81,6 +105,15 @@ export const AgentSpecSchema = looseObject({
   permissions: looseObject({
     fileAccess: zodEnum(FILE_ACCESS_LEVELS, {
       message: `must be one of ${FILE_ACCESS_LEVELS.join(', ')}`,
+    }),
+    // A packwarden extension, signed like the rest: the origins confined code may reach through
+    // the sandbox's proxy (docs/sandbox.md, "Confinement").
+    network: looseObject({
+      allow: array(networkOrigin)
+        .max(NETWORK_ALLOW_LIMITS.maxOrigins, {
+          message: `must list at most ${NETWORK_ALLOW_LIMITS.maxOrigins} origins`,
+        })
+        .optional(),
     }),
   })
     .partial()

@@ -16,19 +16,12 @@ export const ISOLATION_MODES: readonly IsolationMode[] = Object.freeze(['require
  */
 const UNCONFINABLE_ENGINES: ReadonlySet<string> = new Set(['codex']);
 
-/** `spec.permissions.network.allow` of the verified manifest: origins, nothing else. */
+/**
+ * `spec.permissions.network.allow` of the verified manifest, typed and already checked by the
+ * manifest schema (pack-manifest README, "Network"); confinement parses each origin again.
+ */
 function allowedOrigins(manifest: AgentManifest): string[] {
-  const permissions = (manifest.spec as { permissions?: { network?: { allow?: unknown } } })
-    .permissions;
-  const allow = permissions?.network?.allow;
-  if (allow === undefined) return [];
-  if (!Array.isArray(allow) || allow.some((entry) => typeof entry !== 'string')) {
-    throw new SandboxError(
-      'ERR_ISOLATION_POLICY_INVALID',
-      'spec.permissions.network.allow must be a list of origins',
-    );
-  }
-  return allow as string[];
+  return [...(manifest.spec.permissions?.network?.allow ?? [])];
 }
 
 export interface SandboxConfinement {

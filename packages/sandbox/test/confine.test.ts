@@ -1,4 +1,8 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadPackManifest } from '@packwarden/pack-manifest';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { SandboxError, confineSandbox, createSandboxState } from '../src/index.js';
@@ -88,9 +92,62 @@ describe('confinement at boot (docs/sandbox.md, "Confinement")', () => {
       confine: ({ packDir, manifest }) =>
         confineSandbox('auto', { packDir, manifest, state }, withoutBwrap),
     }).catch((reason: unknown) => reason);
-    // Either the manifest schema refuses it first, or the sandbox's policy check does.
-    expect((error as { code?: string }).code).toMatch(
-      /ERR_ISOLATION_POLICY_INVALID|ERR_MANIFEST_INVALID/,
-    );
+    // The manifest schema refuses it before confinement is asked (pack-manifest README, "Network").
+    expect((error as { code?: string }).code).toBe('ERR_MANIFEST_INVALID');
   });
+
+  test('a confined command reaches the origin the manifest allows through the proxy, and not another one', async () => {
+    const hits = { allowed: 0, other: 0 };
+    const listen = (name: keyof typeof hits) =>
+      new Promise<Server>((resolve) => {
+        const server = createServer((req, res) => {
+          hits[name] += 1;
+          res.end(`hello from ${name}`);
+        });
+        server.listen(0, '127.0.0.1', () => resolve(server));
+      });
+    const allowedServer = await listen('allowed');
+    const otherServer = await listen('other');
+    const port = (server: Server) => (server.address() as AddressInfo).port;
+    try {
+      const pack = writeTree(join(tempDir(), 'netty'), {
+        'agent.yaml': agentYaml(
+          'netty',
+          `  engine: exec\n  permissions:\n    network:\n      allow: ["http://127.0.0.1:${port(allowedServer)}"]\n`,
+        ),
+      });
+      const { manifest } = loadPackManifest(pack);
+      const state = await createSandboxState(tempDir(), undefined);
+      const { confinement } = await confineSandbox(
+        'required',
+        { packDir: pack, manifest, state },
+        process.env,
+      );
+      try {
+        const curl = (target: Server) => {
+          const command = confinement.wrap({
+            file: 'curl',
+            args: ['-s', '-o', '-', '-w', ' %{http_code}', `http://127.0.0.1:${port(target)}/`],
+            cwd: state.workspace,
+            env: { PATH: '/usr/bin:/bin' },
+          });
+          // Not spawnSync: the proxy answers from this very process.
+          return new Promise<{ stdout: string }>((resolve) => {
+            const child = spawn(command.file, [...command.args], { env: command.env });
+            let stdout = '';
+            child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+            child.on('close', () => resolve({ stdout }));
+          });
+        };
+        expect((await curl(allowedServer)).stdout).toBe('hello from allowed 200');
+        expect((await curl(otherServer)).stdout).toMatch(/ 403$/);
+        expect(hits).toEqual({ allowed: 1, other: 0 });
+      } finally {
+        await confinement.close();
+      }
+    } finally {
+      allowedServer.close();
+      otherServer.close();
+    }
+  }, 30_000);
 });
