@@ -21,6 +21,7 @@ const work = mkdtempSync(join(tmpdir(), 'packwarden-demo-'));
 const home = join(work, 'home');
 const bold = (text) => (process.stdout.isTTY ? `\u001b[1m${text}\u001b[0m` : text);
 let step = 0;
+let registryDir;
 
 // A plain static file server for the demo's store folder, like any static host would be.
 const STATIC_SERVER = `
@@ -229,9 +230,39 @@ try {
     { expect: 3 },
   );
 
+  title('Push the signed pack to a local OCI registry and install it back, pinned by a lockfile');
+  // scripts/registry.sh: Debian's docker-registry (distribution 2.8) on 127.0.0.1, no auth.
+  const registryScript = join(repo, 'scripts', 'registry.sh');
+  registryDir = join(work, 'registry');
+  const started = spawnSync('bash', [registryScript, 'start', registryDir], { encoding: 'utf8' });
+  if (started.status !== 0) throw new Error(`scripts/registry.sh start: ${started.stderr}`);
+  const registryHost = started.stdout.trim().split('\n').pop();
+  console.log(`\n  $ scripts/registry.sh start $DEMO/registry\n    ${registryHost}`);
+  const ociRepo = `oci://${registryHost}/packs/hello-pack`;
+  packwarden(['store', 'push', pack, ociRepo, '--plain-http']);
+  packwarden(['store', 'list', ociRepo, '--plain-http']);
+  const fromRegistry = join(work, 'from-registry');
+  const lockFile = join(work, 'packwarden.lock');
+  packwarden([
+    'pack',
+    'install',
+    ociRepo,
+    '--to',
+    fromRegistry,
+    '--plain-http',
+    '--keys',
+    keysFile,
+    '--require-signed',
+    '--lock',
+    lockFile,
+  ]);
+  packwarden(['pack', 'digest', fromRegistry]);
+
   console.log(
-    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → static store → signed install → resolve by name → a turn in the sandbox → batch verify.`,
+    `\n${bold('demo complete')}: validate → digest → keygen → sign → verify → tamper refused, file named → restore → untrusted key refused → AgentHippo interop → static store → signed install → resolve by name → a turn in the sandbox → batch verify → OCI registry push and pinned install.`,
   );
 } finally {
+  if (registryDir !== undefined)
+    spawnSync('bash', [join(repo, 'scripts', 'registry.sh'), 'stop', registryDir]);
   rmSync(work, { recursive: true, force: true });
 }
