@@ -1,7 +1,12 @@
 // bench/install: installing a 5,000-file / 50 MB pack from a local static store with
 // @packwarden/store-client, next to `tar -xzf` of the very same archive, in one run.
 //
-//   node bench/install/run.mjs [--runs N] [--keep]
+//   node bench/install/run.mjs [--runs N] [--keep] [--no-oci]
+//
+// The OCI case (issue 12): the same pack pushed to a throwaway local registry
+// (scripts/registry.sh, Debian's docker-registry) and installed back with the built CLI
+// (`pack install oci://… --to DIR --plain-http`, a whole process: resolve, pull with the layer
+// digest checked, extract, pack digest against the annotation).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -14,6 +19,7 @@ import { fmtMs, repoRoot, verdict } from '../lib.mjs';
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
 const keep = args.includes('--keep');
+const oci = !args.includes('--no-oci');
 const TARGET = 1.5;
 const FILES = 5_000;
 const TOTAL_BYTES = 50 * 1024 * 1024;
@@ -25,7 +31,7 @@ for (const name of ['pack-digest', 'pack-manifest', 'pack-signature', 'store-cli
   if (!existsSync(join(dir, 'dist', 'index.js'))) execFileSync(tsup, { cwd: dir, stdio: 'ignore' });
 }
 const here = dirname(fileURLToPath(import.meta.url));
-const { buildStaticStore, installPack, openStore } =
+const { buildStaticStore, installPack, openStore, pushPackFolder } =
   await import('../../packages/store-client/dist/index.js');
 
 // A pack of 5,000 files of random lowercase words (about 1.6:1 under gzip, like prompts and
@@ -72,7 +78,28 @@ const time = async (fn) => {
   const value = await fn();
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, value };
 };
-const samples = { tar: [], cli: [], lib: [] };
+// The registry case: one push (timed), then installs interleaved with the others.
+const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.js');
+let registryDir;
+let ociRef;
+let pushMs;
+if (oci) {
+  if (!existsSync(cliBin))
+    execFileSync('pnpm', ['-s', 'build'], { cwd: join(repoRoot, 'apps', 'cli') });
+  registryDir = join(work, 'registry');
+  // Stopped on any exit, a failed run included (synchronous: the only kind 'exit' allows).
+  process.on('exit', () => {
+    spawnSync('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'stop', registryDir]);
+  });
+  const host = run('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'start', registryDir])
+    .trim()
+    .split('\n')
+    .pop();
+  ociRef = `oci://${host}/bench/bench-pack`;
+  const pushed = await time(() => pushPackFolder(packDir, ociRef, { plainHttp: true, env: {} }));
+  pushMs = pushed.ms;
+}
+const samples = { tar: [], cli: [], lib: [], oci: [] };
 let peakRssKiB = 0;
 for (let i = 0; i <= runs; i++) {
   const out = join(work, `tar-${i}`);
@@ -94,7 +121,23 @@ for (let i = 0; i <= runs; i++) {
     ),
   );
   await rm(join(work, `lib-${i}`), { recursive: true });
+  let ociRun;
+  if (oci) {
+    ociRun = await time(() =>
+      run(process.execPath, [
+        cliBin,
+        'pack',
+        'install',
+        ociRef,
+        '--to',
+        join(work, `oci-${i}`),
+        '--plain-http',
+      ]),
+    );
+    await rm(join(work, `oci-${i}`), { recursive: true });
+  }
   if (i === 0) continue; // warm-up
+  if (ociRun) samples.oci.push(ociRun.ms);
   samples.tar.push(tar.ms);
   samples.cli.push(cli.ms);
   samples.lib.push(lib.ms);
@@ -114,6 +157,12 @@ console.log(
 console.log(
   `  installPack, in-process (library)            ${fmtMs(lib)}  ${(lib / tar).toFixed(2)}×  ${verdict(lib / tar, TARGET)}`,
 );
+if (oci) {
+  const ociMs = median(samples.oci);
+  console.log(
+    `${'  pack install oci://…, whole CLI process'.padEnd(46)} ${fmtMs(ociMs)}  ${(ociMs / tar).toFixed(2)}×  local registry; store push once ${fmtMs(pushMs)}`,
+  );
+}
 console.log(
   '  installPack also hashes the archive and every file (the pack digest), judges every header and validates agent.yaml.',
 );
