@@ -89,7 +89,8 @@ if (oci) {
   registryDir = join(work, 'registry');
   // Stopped on any exit, a failed run included (synchronous: the only kind 'exit' allows).
   process.on('exit', () => {
-    spawnSync('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'stop', registryDir]);
+    if (registryDir)
+      spawnSync('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'stop', registryDir]);
   });
   const host = run('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'start', registryDir])
     .trim()
@@ -167,5 +168,10 @@ console.log(
   '  installPack also hashes the archive and every file (the pack digest), judges every header and validates agent.yaml.',
 );
 
+// Before the work folder (which holds its pid file) is removed.
+if (registryDir) {
+  spawnSync('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'stop', registryDir]);
+  registryDir = undefined;
+}
 if (keep) console.log(`kept ${work}`);
 else await rm(work, { recursive: true, force: true });
