@@ -33,6 +33,11 @@ export type SandboxErrorCode =
    * confined code could connect to it and send its own run frames.
    */
   | 'ERR_SOCKET_EXPOSED'
+  /**
+   * A turn's model `baseUrl` names another origin than the one a turn of another session is
+   * using: one confinement admits one model origin at a time.
+   */
+  | 'ERR_MODEL_ORIGIN_BUSY'
   /** The `run` driver could not start the sandbox process. */
   | 'ERR_SANDBOX_START'
   /** Confinement was required (`isolation: 'required'`) and a guarantee cannot be enforced. */

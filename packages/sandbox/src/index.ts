@@ -21,6 +21,8 @@ export {
   replaceWithCopy,
 } from './pack-copy.js';
 export { sessionEngine } from './session-engine.js';
+export { modelOriginLease } from './model-origin.js';
+export type { ModelOriginLease } from './model-origin.js';
 export type { SessionEngine } from './session-engine.js';
 export { takeOverStdio } from './stdio.js';
 

@@ -18,6 +18,7 @@ import { confineSandbox, ISOLATION_MODES } from './confine.js';
 import type { IsolationMode } from './isolation/index.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
+import { modelOriginLease } from './model-origin.js';
 import { sessionEngine } from './session-engine.js';
 import { applyStateEnvironment, createSandboxState, type SandboxState } from './state.js';
 import { takeOverStdio } from './stdio.js';
@@ -147,6 +148,11 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
 
   // Engines keep their own state (homes, sessions, CLI config) in `<state>/engine`, the one
   // state folder confinement lets pack code write.
+  // One proxy per confinement, shared by every session: one model origin at a time.
+  const modelOrigin =
+    booted.confinement !== undefined
+      ? modelOriginLease((origin) => booted.confinement?.allowModelOrigin(origin))
+      : undefined;
   const runtime: EngineRuntime = { workspaceRoot: state.workspace, stateDir: state.engineDir };
   const hostOptions = (): Omit<RunnerHostOptions<EngineRuntime>, 'input' | 'output'> => {
     const engine = sessionEngine(
@@ -156,9 +162,7 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
       secrets,
       {
         ...(booted.degraded !== undefined ? { degraded: booted.degraded } : {}),
-        ...(booted.confinement !== undefined
-          ? { allowModelOrigin: (origin: string) => booted.confinement?.allowModelOrigin(origin) }
-          : {}),
+        ...(modelOrigin !== undefined ? { modelOrigin } : {}),
       },
     );
     return {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { EngineRuntime, PackEngine } from '@packwarden/engines';
 import type { KillRequest, RunnerEngine, SecretSet } from '@packwarden/runner-host';
+import type { ModelOriginLease } from './model-origin.js';
 
 /** The engine of one session, with its own instance, disposed when the session ends. */
 export interface SessionEngine extends RunnerEngine<EngineRuntime> {
@@ -21,7 +22,7 @@ export function sessionEngine(
   take: () => Promise<PackEngine>,
   workspace: string,
   secrets: SecretSet,
-  confinement: { degraded?: string; allowModelOrigin?: (origin: string) => void } = {},
+  confinement: { degraded?: string; modelOrigin?: ModelOriginLease } = {},
 ): SessionEngine {
   let warned = false;
   let degradedSaid = false;
@@ -53,11 +54,19 @@ export function sessionEngine(
         degradedSaid = true;
         await emitter.warning('isolation_degraded', confinement.degraded);
       }
-      // The run's model gateway stays reachable through the confinement's proxy.
-      if (options.baseUrl !== undefined) confinement.allowModelOrigin?.(options.baseUrl);
-      const current = await get();
-      process.chdir(workspace);
-      return current.stream(message, options, emitter, runtime, signal);
+      // The run's model gateway stays reachable through the confinement's proxy, for this turn;
+      // another session's turn cannot swap it meanwhile (ERR_MODEL_ORIGIN_BUSY).
+      const release =
+        options.baseUrl !== undefined
+          ? confinement.modelOrigin?.acquire(options.baseUrl)
+          : undefined;
+      try {
+        const current = await get();
+        process.chdir(workspace);
+        return await current.stream(message, options, emitter, runtime, signal);
+      } finally {
+        release?.();
+      }
     },
     onMaintenance: async (event, runtime) => {
       await loaded?.onMaintenance?.(event, runtime);
