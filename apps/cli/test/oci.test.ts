@@ -135,6 +135,29 @@ describe('OCI registries (the real distribution registry on 127.0.0.1)', () => {
     expect(highest.stdout).toContain(first.manifestDigest);
   }, 60_000);
 
+  test('an independent client (plain HTTP, distribution API) finds the layer equal to pack export bytes', async () => {
+    const out = join(tempDir(), 'hello.tgz');
+    expect((await cli(['pack', 'export', examplePack, '-o', out])).code).toBe(0);
+    const repo = `oci://${registry.host}/packs/independent:v1`;
+    const pushed = await cli(['store', 'push', examplePack, repo, '--plain-http'], { env: env() });
+    expect(pushed.code).toBe(0);
+    const manifestResponse = await fetch(`${registry.url}/v2/packs/independent/manifests/v1`, {
+      headers: { accept: 'application/vnd.oci.image.manifest.v1+json' },
+    });
+    expect(manifestResponse.status).toBe(200);
+    const manifest = (await manifestResponse.json()) as {
+      artifactType: string;
+      layers: { digest: string; mediaType: string }[];
+    };
+    expect(manifest.artifactType).toBe('application/vnd.packwarden.pack.v1');
+    expect(manifest.layers).toHaveLength(1);
+    const blob = await fetch(
+      `${registry.url}/v2/packs/independent/blobs/${manifest.layers[0]!.digest}`,
+    );
+    expect(blob.status).toBe(200);
+    expect(Buffer.from(await blob.arrayBuffer()).equals(readFileSync(out))).toBe(true);
+  }, 30_000);
+
   test('annotations that lie about the pack digest: refused (exit 1), nothing installed', async () => {
     const exported = await exportPack(examplePack);
     const ref = `oci://${registry.host}/packs/liar:${exported.version}`;
