@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { EngineRuntime, PackEngine } from '@packwarden/engines';
 import type { KillRequest, RunnerEngine, SecretSet } from '@packwarden/runner-host';
+import { SandboxError } from './errors.js';
 import type { ModelOriginLease } from './model-origin.js';
 
 /** The engine of one session, with its own instance, disposed when the session ends. */
@@ -56,10 +57,21 @@ export function sessionEngine(
       }
       // The run's model gateway stays reachable through the confinement's proxy, for this turn;
       // another session's turn cannot swap it meanwhile (ERR_MODEL_ORIGIN_BUSY).
-      const release =
-        options.baseUrl !== undefined
-          ? confinement.modelOrigin?.acquire(options.baseUrl)
-          : undefined;
+      let release: (() => void) | undefined;
+      try {
+        if (options.baseUrl !== undefined)
+          release = confinement.modelOrigin?.acquire(options.baseUrl);
+      } catch (error) {
+        // On the wire as a retryable `failed{code:"model_origin_busy"}` (frame codes are
+        // lower-case: runner-host README, "Errors").
+        if (error instanceof SandboxError && error.code === 'ERR_MODEL_ORIGIN_BUSY')
+          throw Object.assign(new Error(error.message), {
+            code: 'model_origin_busy',
+            retryable: true,
+            cause: error,
+          });
+        throw error;
+      }
       try {
         const current = await get();
         process.chdir(workspace);

@@ -57,8 +57,10 @@ describe('the model origin of a shared confinement', () => {
         signal,
       )
       .catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(SandboxError);
-    expect((refused as SandboxError).code).toBe('ERR_MODEL_ORIGIN_BUSY');
+    // A retryable wire error; its cause is the library's typed refusal.
+    expect(refused).toMatchObject({ code: 'model_origin_busy', retryable: true });
+    expect((refused as Error).cause).toBeInstanceOf(SandboxError);
+    expect(((refused as Error).cause as SandboxError).code).toBe('ERR_MODEL_ORIGIN_BUSY');
     expect(b.started).toEqual([]);
     expect(admitted).toEqual(['https://model-a.example']);
     // The same origin may share the running turn's lease.
