@@ -63,7 +63,7 @@ export function sessionEngine(
           release = confinement.modelOrigin?.acquire(options.baseUrl);
       } catch (error) {
         // On the wire as a retryable `failed{code:"model_origin_busy"}` (frame codes are
-        // lower-case: runner-host README, "Errors").
+        // snake_case: runner-host README, "The protocol").
         if (error instanceof SandboxError && error.code === 'ERR_MODEL_ORIGIN_BUSY')
           throw Object.assign(new Error(error.message), {
             code: 'model_origin_busy',
