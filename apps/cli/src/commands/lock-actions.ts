@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   assertLockEntryMatches,
   installPack,
@@ -47,6 +48,22 @@ async function openSource(io: CliIo, url: string | undefined): Promise<Store> {
   });
 }
 
+/** What a store offers now for `ref`, in the lock's terms; a store without archive digests cannot be pinned. */
+function observeStore(store: Store, ref: ArtifactRef): Observed {
+  const { source } = store.resolve(ref);
+  if (source.kind === 'github-tarball')
+    throw new CliError(
+      `${ref.type}/${ref.slug}: this store publishes no archive digests, so a frozen install cannot pin its bytes`,
+      EXIT.failure,
+      'use a static store (packwarden store build) or an OCI registry',
+    );
+  return {
+    resolved: source.url.href,
+    archiveSha256: source.sha256,
+    ...(source.kind === 'static' ? { packDigest: source.digest } : {}),
+  };
+}
+
 /** One store (or local archive) install, returning what the lock records. */
 async function installFromStore(
   io: CliIo,
@@ -58,21 +75,9 @@ async function installFromStore(
 ): Promise<{ key: string; entry: LockEntry; result: InstallResult }> {
   const resolved = store.resolve(ref);
   const { source } = resolved;
-  if (check) {
-    // A frozen install compares before anything is downloaded or installed; installPack then
-    // holds the bytes to the index's sha256 and digest (store-client README "Static stores").
-    if (source.kind === 'github-tarball')
-      throw new CliError(
-        `${ref.type}/${ref.slug}: this store publishes no archive digests, so a frozen install cannot pin its bytes`,
-        EXIT.failure,
-        'use a static store (packwarden store build) or an OCI registry',
-      );
-    check({
-      resolved: source.url.href,
-      archiveSha256: source.sha256,
-      ...(source.kind === 'static' ? { packDigest: source.digest } : {}),
-    });
-  }
+  // A frozen install compares before anything is downloaded or installed; installPack then
+  // holds the bytes to the index's sha256 and digest (store-client README "Static stores").
+  if (check) check(observeStore(store, ref));
   const result = await installPack(
     store,
     { ...ref, version: resolved.version },
@@ -181,31 +186,42 @@ export async function lockedInstall(
           'install it with --lock first',
         );
     }
-    for (const key of keys) {
-      const locked = lock.packs[key]!;
-      const check = (now: Observed) => assertLockEntryMatches(key, locked, now);
-      if (isOciArgument(locked.source)) {
-        // A tag named after the version that now points elsewhere is a moved tag: refused, even
-        // though the recorded digest would still install (DESIGN: "refuses a moved tag").
-        const tagged = `${locked.source}:${locked.version}`;
-        let current;
-        try {
-          current = await resolvePackArtifact(tagged, {
-            env: io.env,
-            ...(flags.plainHttp ? { plainHttp: true } : {}),
-          });
-        } catch (error) {
-          if (!(isStoreError(error) && error.code === 'ERR_OCI_NOT_FOUND')) throw error;
+    const ociOptions = { env: io.env, ...(flags.plainHttp ? { plainHttp: true } : {}) };
+    const openLocked = (locked: LockEntry) =>
+      locked.source.startsWith('file:') && /\.(tgz|tar\.gz)$/i.test(locked.source)
+        ? openPackArchive(fileURLToPath(locked.source), { env: io.env })
+        : openSource(io, locked.source);
+    // Two passes: every entry is compared with what its source offers now before any entry is
+    // installed, so one refused entry leaves every installed pack as it was; the install pass
+    // compares again (a source can change in between).
+    for (const pass of ['check', 'install'] as const) {
+      for (const key of keys) {
+        const locked = lock.packs[key]!;
+        const check = (now: Observed) => assertLockEntryMatches(key, locked, now);
+        if (isOciArgument(locked.source)) {
+          if (pass === 'check') {
+            // A tag named after the version that now points elsewhere is a moved tag: refused,
+            // even though the recorded digest would still install (README "Lockfile").
+            let current;
+            try {
+              current = await resolvePackArtifact(`${locked.source}:${locked.version}`, ociOptions);
+            } catch (error) {
+              if (!(isStoreError(error) && error.code === 'ERR_OCI_NOT_FOUND')) throw error;
+            }
+            if (current) check({ resolved: current.reference });
+            const pinned = await resolvePackArtifact(locked.resolved, ociOptions);
+            check({
+              resolved: pinned.reference,
+              archiveSha256: pinned.layer.digest.replace(/^sha256:/, ''),
+              packDigest: pinned.meta.digest,
+            });
+          } else installed.push(await installFromOciLocked(io, locked.resolved, flags, to, check));
+        } else {
+          const ref = parseArtifactRef(`${key}@${locked.version}`);
+          const store = await openLocked(locked);
+          if (pass === 'check') check(observeStore(store, ref));
+          else installed.push(await installFromStore(io, store, ref, flags, to, check));
         }
-        if (current) check({ resolved: current.reference });
-        installed.push(await installFromOciLocked(io, locked.resolved, flags, to, check));
-      } else {
-        const ref = parseArtifactRef(`${key}@${locked.version}`);
-        const store =
-          locked.source.startsWith('file:') && locked.source.endsWith('.tgz')
-            ? await openPackArchive(new URL(locked.source).pathname, { env: io.env })
-            : await openSource(io, locked.source);
-        installed.push(await installFromStore(io, store, ref, flags, to, check));
       }
     }
   }
