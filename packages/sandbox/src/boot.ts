@@ -95,7 +95,7 @@ export async function bootPack(options: BootPackOptions): Promise<BootedPack> {
       // An exec command that ignores SIGTERM is killed well before the host gives up on it.
       exec: { killGraceMs: options.execKillGraceMs },
       admit: engineAdmission({ requireSigned: options.requireSigned }),
-      ...(confinement !== undefined && confinement.mode !== 'off'
+      ...(confinement !== undefined && confined?.wrapEngine === true
         ? { wrap: confinement.wrap }
         : {}),
       ...(options.onEngineLog !== undefined ? { onLog: options.onEngineLog } : {}),

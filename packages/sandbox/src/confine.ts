@@ -11,10 +11,13 @@ import type { SandboxState } from './state.js';
 export const ISOLATION_MODES: readonly IsolationMode[] = Object.freeze(['required', 'auto', 'off']);
 
 /**
- * Engines whose children cannot be routed through the confinement wrapper yet: under `required`
- * they refuse boot, under `auto` they are reported as unconfined (docs/sandbox.md, "Confinement").
+ * Engines whose children the sandbox cannot confine yet: under `required` they refuse boot, under
+ * `auto` they run unconfined and are reported (docs/sandbox.md, "Confinement"). The claude and
+ * codex CLIs can start through the wrapper (engines README), but the sandbox does not yet make
+ * the CLIs' package folders visible inside the walls nor admit their host-side model gateway
+ * through the proxy, so a wrapped CLI would fail to start or to reach its model.
  */
-const UNCONFINABLE_ENGINES: ReadonlySet<string> = new Set(['codex']);
+const UNCONFINABLE_ENGINES: ReadonlySet<string> = new Set(['claude', 'codex']);
 
 /**
  * `spec.permissions.network.allow` of the verified manifest, typed and already checked by the
@@ -26,6 +29,8 @@ function allowedOrigins(manifest: AgentManifest): string[] {
 
 export interface SandboxConfinement {
   confinement: Confinement;
+  /** Whether the engine's children start through `confinement.wrap` (false: unconfined). */
+  wrapEngine: boolean;
   /** What is not enforced, one line for the `isolation_degraded` warning; undefined when all is. */
   degraded?: string;
 }
@@ -70,12 +75,15 @@ export async function confineSandbox(
     }
     return {
       confinement,
+      wrapEngine: false,
       degraded: `the ${engine} engine runs unconfined (it cannot be confined yet)`,
     };
   }
-  if (mode === 'off' || missing.length === 0) return { confinement };
+  const wrapEngine = mode !== 'off';
+  if (mode === 'off' || missing.length === 0) return { confinement, wrapEngine };
   return {
     confinement,
+    wrapEngine,
     degraded: `isolation is degraded: ${missing
       .map((guarantee) => `${guarantee.id} is not enforced (${guarantee.reason ?? 'unavailable'})`)
       .join('; ')}`,

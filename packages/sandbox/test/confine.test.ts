@@ -63,19 +63,51 @@ describe('confinement at boot (docs/sandbox.md, "Confinement")', () => {
     expect(booted.confinement?.mode).toBe('off');
   });
 
-  test('an engine that cannot be confined (codex) refuses under required even where bubblewrap works', async () => {
-    const pack = writeTree(join(tempDir(), 'codexy'), {
-      'agent.yaml': agentYaml('codexy', '  engine: codex\n'),
+  test.each(['codex', 'claude'])(
+    'an engine that cannot be confined (%s) refuses under required even where bubblewrap works',
+    async (engine) => {
+      const pack = writeTree(join(tempDir(), `${engine}y`), {
+        'agent.yaml': agentYaml(`${engine}y`, `  engine: ${engine}\n`),
+      });
+      const stateDir = tempDir();
+      const state = await createSandboxState(stateDir, undefined);
+      const error = await boot(pack, {
+        stateDir,
+        confine: ({ packDir, manifest }) =>
+          confineSandbox('required', { packDir, manifest, state }, process.env),
+      }).catch((reason: unknown) => reason);
+      expect(error).toBeInstanceOf(SandboxError);
+      expect((error as SandboxError).code).toBe('ERR_ISOLATION_UNAVAILABLE');
+    },
+  );
+
+  test('under auto, the claude and codex CLIs start unwrapped and the run says so; exec is wrapped', async () => {
+    const verdicts: Record<string, { wrapEngine: boolean; degraded?: string }> = {};
+    for (const [name, spec] of [
+      ['claudy', '  engine: claude\n'],
+      ['codexy', '  engine: codex\n'],
+      ['execy', '  engine: exec\n  exec: {command: [./x]}\n'],
+    ] as const) {
+      const pack = writeTree(join(tempDir(), name), { 'agent.yaml': agentYaml(name, spec) });
+      const { manifest } = loadPackManifest(pack);
+      const state = await createSandboxState(tempDir(), undefined);
+      const confined = await confineSandbox(
+        'auto',
+        { packDir: pack, manifest, state },
+        process.env,
+      );
+      verdicts[name] = {
+        wrapEngine: confined.wrapEngine,
+        ...(confined.degraded !== undefined ? { degraded: confined.degraded } : {}),
+      };
+      await confined.confinement.close();
+    }
+    expect(verdicts.claudy).toEqual({
+      wrapEngine: false,
+      degraded: 'the claude engine runs unconfined (it cannot be confined yet)',
     });
-    const stateDir = tempDir();
-    const state = await createSandboxState(stateDir, undefined);
-    const error = await boot(pack, {
-      stateDir,
-      confine: ({ packDir, manifest }) =>
-        confineSandbox('required', { packDir, manifest, state }, process.env),
-    }).catch((reason: unknown) => reason);
-    expect(error).toBeInstanceOf(SandboxError);
-    expect((error as SandboxError).code).toBe('ERR_ISOLATION_UNAVAILABLE');
+    expect(verdicts.codexy?.wrapEngine).toBe(false);
+    expect(verdicts.execy).toEqual({ wrapEngine: true });
   });
 
   test('a network.allow that is not a list of strings is ERR_ISOLATION_POLICY_INVALID', async () => {
