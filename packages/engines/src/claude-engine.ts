@@ -242,19 +242,8 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
         token,
         CLAUDE_DEFAULT_UPSTREAM,
         'x-api-key',
+        options.onModelOrigin,
       );
-      if (route.root !== undefined && options.onModelOrigin !== undefined) {
-        // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
-        try {
-          await options.onModelOrigin(new URL(route.root).origin);
-        } catch (error) {
-          await route.close();
-          throw turnFailure(
-            'confinement_failed',
-            `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        }
-      }
       if (route.root !== undefined) env.ANTHROPIC_BASE_URL = route.root;
       if (route.credential !== undefined) env.ANTHROPIC_API_KEY = route.credential;
       if (route.custom) Object.assign(env, CLAUDE_QUIET_ENV);

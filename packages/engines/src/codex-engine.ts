@@ -287,19 +287,8 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         token,
         CODEX_DEFAULT_UPSTREAM,
         'bearer',
+        options.onModelOrigin,
       );
-      if (route.root !== undefined && options.onModelOrigin !== undefined) {
-        // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
-        try {
-          await options.onModelOrigin(new URL(route.root).origin);
-        } catch (error) {
-          await route.close();
-          throw turnFailure(
-            'confinement_failed',
-            `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        }
-      }
       if (route.credential !== undefined) env[CODEX_PROVIDER_KEY_ENV] = route.credential;
       const config: CodexConfig = {};
       if (route.root !== undefined) {

@@ -62,6 +62,29 @@ export async function openModelRoute(
   token: string | undefined,
   defaultUpstream: string,
   style: GatewayCredentialStyle,
+  onModelOrigin?: (origin: string) => void | Promise<void>,
+): Promise<ModelRoute> {
+  const route = await openRoute(baseUrl, token, defaultUpstream, style);
+  if (route.root !== undefined && onModelOrigin !== undefined) {
+    // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
+    try {
+      await onModelOrigin(new URL(route.root).origin);
+    } catch (error) {
+      await route.close();
+      throw turnFailure(
+        'confinement_failed',
+        `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+  return route;
+}
+
+async function openRoute(
+  baseUrl: string | undefined,
+  token: string | undefined,
+  defaultUpstream: string,
+  style: GatewayCredentialStyle,
 ): Promise<ModelRoute> {
   const root = baseUrl === undefined ? undefined : serverRoot(baseUrl);
   if (baseUrl !== undefined && root === undefined) {
