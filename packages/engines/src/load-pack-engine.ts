@@ -23,9 +23,15 @@ export interface LoadPackEngineOptions {
   /** Options of the built-in `exec` engine. */
   exec?: { killGraceMs?: number; stderrTailBytes?: number };
   /** Options of the built-in `claude` engine (its SDK is imported only when a pack uses it). */
-  claude?: Pick<CreateClaudeEngineOptions, 'executablePath' | 'loadSdk'>;
+  claude?: Pick<
+    CreateClaudeEngineOptions,
+    'executablePath' | 'loadSdk' | 'confinedWrites' | 'onModelOrigin'
+  >;
   /** Options of the built-in `codex` engine (its SDK is imported only when a pack uses it). */
-  codex?: Pick<CreateCodexEngineOptions, 'executablePath' | 'loadSdk'>;
+  codex?: Pick<
+    CreateCodexEngineOptions,
+    'executablePath' | 'loadSdk' | 'confinedWrites' | 'onModelOrigin'
+  >;
   /**
    * Decides whether engine code from `source` may load, before anything of it is read; throw to
    * refuse. The sandbox uses it to refuse engines installed under `home` when a signature is
@@ -154,12 +160,18 @@ function loadBuiltInEngine(
         ? { executablePath: options[id].executablePath }
         : {}),
     };
-    if (id === 'claude') {
-      const loadSdk = options.claude?.loadSdk;
-      return createClaudeEngine({ ...sdkOptions, ...(loadSdk !== undefined ? { loadSdk } : {}) });
-    }
-    const loadSdk = options.codex?.loadSdk;
-    return createCodexEngine({ ...sdkOptions, ...(loadSdk !== undefined ? { loadSdk } : {}) });
+    // The walls decide these (the sandbox's confinement): whether writes are confined by it and
+    // how the engine's host-side model gateway is admitted through its proxy.
+    const { loadSdk, confinedWrites, onModelOrigin } = options[id] ?? {};
+    const engineOptions = {
+      ...sdkOptions,
+      ...(loadSdk !== undefined ? { loadSdk } : {}),
+      ...(confinedWrites !== undefined ? { confinedWrites } : {}),
+      ...(onModelOrigin !== undefined ? { onModelOrigin } : {}),
+    };
+    return id === 'claude'
+      ? createClaudeEngine(engineOptions as CreateClaudeEngineOptions)
+      : createCodexEngine(engineOptions as CreateCodexEngineOptions);
   }
   throw new EngineError('ERR_ENGINE_NOT_FOUND', `no built-in engine ${JSON.stringify(id)}`);
 }

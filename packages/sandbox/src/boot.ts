@@ -98,6 +98,7 @@ export async function bootPack(options: BootPackOptions): Promise<BootedPack> {
       ...(confinement !== undefined && confined?.wrapEngine === true
         ? { wrap: confinement.wrap }
         : {}),
+      ...confined?.engineOptions,
       ...(options.onEngineLog !== undefined ? { onLog: options.onEngineLog } : {}),
     };
     const createEngine = () => loadPackEngine(loadOptions);

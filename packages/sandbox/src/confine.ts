@@ -1,3 +1,4 @@
+import type { LoadPackEngineOptions } from '@packwarden/engines';
 import type { AgentManifest } from '@packwarden/pack-manifest';
 import { SandboxError } from './errors.js';
 import {
@@ -33,6 +34,8 @@ export interface SandboxConfinement {
   wrapEngine: boolean;
   /** What is not enforced, one line for the `isolation_degraded` warning; undefined when all is. */
   degraded?: string;
+  /** Engine options that follow from the confinement (e.g. the claude / codex walls); spread into the loader's. */
+  engineOptions?: Pick<LoadPackEngineOptions, 'claude' | 'codex'>;
 }
 
 /**
