@@ -18,6 +18,10 @@ export type PackSignatureErrorCode =
   | 'ERR_MANIFEST_INVALID'
   /** `signPack`: the pack's content cannot be digested (`cause` is the `PackDigestError`). */
   | 'ERR_PACK_UNREADABLE'
+  /** `signEngine`: `engine.manifest.json` or `package.json` of the engine folder is missing or invalid. */
+  | 'ERR_ENGINE_INVALID'
+  /** `signEngine`: the engine folder holds a root `pack.sig`, which an engine digest cannot cover. */
+  | 'ERR_ENGINE_HOLDS_PACK_SIGNATURE'
   /** `signPack`: writing `pack.sig` failed; any previous `pack.sig` is left as it was. */
   | 'ERR_SIGNATURE_WRITE'
   /** `signPack`: another running process is writing this pack's `pack.sig` right now. */

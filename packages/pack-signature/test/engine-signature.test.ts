@@ -1,0 +1,140 @@
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  ENGINE_SIGNATURE_FILE,
+  PACK_SIGNATURE_FILE,
+  PackSignatureError,
+  signEngine,
+  signPack,
+  verifyEngine,
+  verifyPack,
+} from '../src/index.js';
+import { cleanupTemps, makePack, makeSigner, makeTemp, writeFiles } from './helpers.js';
+
+afterEach(cleanupTemps);
+
+async function makeEngine(id = 'echo', version: string | null = '1.4.0'): Promise<string> {
+  const dir = await makeTemp('engine-');
+  writeFiles(dir, [
+    {
+      path: 'engine.manifest.json',
+      content: JSON.stringify({ version: 2, id, entry: './engine.mjs', engineExport: 'Engine' }),
+    },
+    { path: 'engine.mjs', content: 'export class Engine { async run() {} }\n' },
+    { path: 'lib/util.mjs', content: 'export const x = 1;\n' },
+    ...(version === null
+      ? []
+      : [{ path: 'package.json', content: JSON.stringify({ name: id, version }) }]),
+  ]);
+  return dir;
+}
+
+describe('engine.sig', () => {
+  test('signEngine writes engine.sig binding id, package.json version and digest; verifyEngine passes it', async () => {
+    const signer = await makeSigner();
+    const dir = await makeEngine();
+    const signed = await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    expect(signed.file).toBe(join(dir, ENGINE_SIGNATURE_FILE));
+    expect(readFileSync(signed.file, 'utf8')).toBe(`${signed.token}\n`);
+    expect(signed.payload).toMatchObject({
+      engine: 'echo',
+      engineVersion: '1.4.0',
+      digestAlg: 'packwarden-digest/1',
+    });
+    expect(Object.keys(signed.payload).sort()).toEqual(
+      ['digest', 'digestAlg', 'engine', 'engineVersion', 'iat'].sort(),
+    );
+    const result = await verifyEngine(dir, { selectKey: signer.selectKey, expectedId: 'echo' });
+    expect(result.kind).toBe('verified');
+    expect(result).toMatchObject({ engine: 'echo', engineVersion: '1.4.0', kid: signer.kid });
+  });
+
+  test('without package.json the version is 0.0.0 (the AgentHippo store index rule)', async () => {
+    const signer = await makeSigner();
+    const dir = await makeEngine('grok', null);
+    const signed = await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    expect(signed.payload.engineVersion).toBe('0.0.0');
+    expect((await verifyEngine(dir, { selectKey: signer.selectKey })).kind).toBe('verified');
+  });
+
+  test('one byte changed, a file added, or the version bumped after signing is refused', async () => {
+    const signer = await makeSigner();
+    for (const tamper of [
+      (dir: string) => writeFileSync(join(dir, 'lib/util.mjs'), 'export const x = 2;\n'),
+      (dir: string) => writeFileSync(join(dir, 'extra.mjs'), 'import "node:fs";\n'),
+      (dir: string) => writeFileSync(join(dir, 'package.json'), '{"version":"1.5.0"}'),
+    ]) {
+      const dir = await makeEngine();
+      await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+      tamper(dir);
+      const result = await verifyEngine(dir, { selectKey: signer.selectKey });
+      expect(result.kind).toBe('invalid');
+      expect(['digest-mismatch', 'identity-mismatch']).toContain(
+        (result as { reason: string }).reason,
+      );
+    }
+  });
+
+  test('an unsigned engine is unsigned; another key is untrusted-key; another expected id is refused', async () => {
+    const signer = await makeSigner('trusted');
+    const other = await makeSigner('stranger');
+    const dir = await makeEngine();
+    expect((await verifyEngine(dir, { selectKey: signer.selectKey })).kind).toBe('unsigned');
+    await signEngine(dir, { privateKeyPem: other.privateKeyPem, kid: other.kid });
+    expect((await verifyEngine(dir, { selectKey: signer.selectKey })).kind).toBe('untrusted-key');
+    expect((await verifyEngine(dir, { selectKey: other.selectKey })).kind).toBe('verified');
+    const wrongId = await verifyEngine(dir, { selectKey: other.selectKey, expectedId: 'ghost' });
+    expect(wrongId).toMatchObject({ kind: 'invalid', reason: 'identity-mismatch' });
+  });
+
+  test('a pack.sig never verifies as an engine signature (copied in as engine.sig)', async () => {
+    const signer = await makeSigner();
+    const pack = await makePack({ name: 'echo', version: '1.4.0' });
+    await signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    const dir = await makeEngine();
+    copyFileSync(join(pack, PACK_SIGNATURE_FILE), join(dir, ENGINE_SIGNATURE_FILE));
+    const result = await verifyEngine(dir, { selectKey: signer.selectKey });
+    expect(result).toMatchObject({ kind: 'invalid', reason: 'payload-invalid' });
+  });
+
+  test('an engine.sig never verifies as a pack signature (copied in as pack.sig)', async () => {
+    const signer = await makeSigner();
+    const dir = await makeEngine('demo', '1.2.3');
+    await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    const pack = await makePack({ name: 'demo', version: '1.2.3' });
+    copyFileSync(join(dir, ENGINE_SIGNATURE_FILE), join(pack, PACK_SIGNATURE_FILE));
+    const result = await verifyPack(pack, { selectKey: signer.selectKey });
+    expect(result).toMatchObject({ kind: 'invalid', reason: 'payload-invalid' });
+  });
+
+  test('an engine folder holding a pack.sig is neither signed nor verified (the digest would not cover it)', async () => {
+    const signer = await makeSigner();
+    const dir = await makeEngine();
+    writeFileSync(join(dir, PACK_SIGNATURE_FILE), 'anything\n');
+    const error = await signEngine(dir, {
+      privateKeyPem: signer.privateKeyPem,
+      kid: signer.kid,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PackSignatureError);
+    expect((error as PackSignatureError).code).toBe('ERR_ENGINE_HOLDS_PACK_SIGNATURE');
+    rmSync(join(dir, PACK_SIGNATURE_FILE));
+    await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    writeFileSync(join(dir, PACK_SIGNATURE_FILE), 'planted later\n');
+    expect(await verifyEngine(dir, { selectKey: signer.selectKey })).toMatchObject({
+      kind: 'invalid',
+      reason: 'holds-pack-signature',
+    });
+  });
+
+  test('a folder without a valid engine.manifest.json cannot be signed', async () => {
+    const signer = await makeSigner();
+    const dir = await makeTemp('engine-');
+    writeFileSync(join(dir, 'engine.manifest.json'), '{"version":1,"id":"x"}');
+    const error = await signEngine(dir, {
+      privateKeyPem: signer.privateKeyPem,
+      kid: signer.kid,
+    }).catch((e: unknown) => e);
+    expect((error as PackSignatureError).code).toBe('ERR_ENGINE_INVALID');
+  });
+});
