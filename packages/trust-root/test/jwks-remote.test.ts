@@ -67,8 +67,20 @@ describe('JWKS over HTTP', () => {
   });
 
   it('only ever sends GET, whatever the outcome', async () => {
-    const methods = new Set(server.requests.map((request) => request.method));
-    expect([...methods]).toEqual(['GET']);
+    // Its own requests (success, HTTP error, redirect, invalid body): the test must not depend on
+    // which other tests ran before it (it once read the requests earlier tests had left behind).
+    server.route('/get-only-500', status(500));
+    server.route('/get-only-target', json(jwks(alpha)));
+    server.route('/get-only-302', redirect(302, server.url('/get-only-target')));
+    server.route('/get-only-garbage', raw('not json'));
+    const paths = ['/jwks.json', '/get-only-500', '/get-only-302', '/get-only-garbage'];
+    const before = server.requests.length;
+    const outcomes = [];
+    for (const path of paths) outcomes.push((await load(path)).status);
+    expect(outcomes).toEqual(['ok', 'unavailable', 'unavailable', 'unavailable']);
+    const mine = server.requests.slice(before);
+    expect(mine.map((request) => request.path)).toEqual(paths);
+    expect(new Set(mine.map((request) => request.method))).toEqual(new Set(['GET']));
   });
 
   it.each([
