@@ -1,6 +1,6 @@
-import { lstat } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AgentManifest } from '@packwarden/pack-manifest';
+import { CURRENT_FILE, isSemver, type AgentManifest } from '@packwarden/pack-manifest';
 import { createClaudeEngine, type CreateClaudeEngineOptions } from './claude-engine.js';
 import { createCodexEngine, type CreateCodexEngineOptions } from './codex-engine.js';
 import type { CommandWrapper } from './command-wrapper.js';
@@ -16,7 +16,11 @@ export interface LoadPackEngineOptions {
   packDir: string;
   /** Its `agent.yaml`, already loaded from `packDir`. */
   manifest: AgentManifest;
-  /** `$PACKWARDEN_HOME`: engines installed there live in `<home>/engines/<id>/`. */
+  /**
+   * `$PACKWARDEN_HOME`: engines installed there live in `<home>/engines/<id>/<version>/`, the
+   * version named by `<home>/engines/<id>/current.txt` (what `store install engine/<id>` writes),
+   * or directly in `<home>/engines/<id>/`.
+   */
   home: string;
   /** The environment `exec` commands and the `claude` / `codex` CLIs start from. Default `process.env`. */
   env?: Record<string, string | undefined>;
@@ -34,10 +38,12 @@ export interface LoadPackEngineOptions {
   >;
   /**
    * Decides whether engine code from `source` may load, before anything of it is read; throw to
-   * refuse. The sandbox uses it to refuse engines installed under `home` when a signature is
-   * required (docs/sandbox.md, "What may load"). Default: everything found may load.
+   * refuse, or answer `{ folder }` to load the engine from that folder instead (the sandbox's
+   * verified copy of an installed engine). The sandbox uses it to admit an installed engine only
+   * when a signature is required and its verified copy carries a valid `engine.sig`
+   * (docs/sandbox.md, "What may load"). Default: everything found may load.
    */
-  admit?: (source: EngineSource) => void | Promise<void>;
+  admit?: (source: EngineSource) => EngineAdmission | Promise<EngineAdmission>;
   /**
    * Confinement: rewrites every child the engine starts (exec commands, the process hosting a
    * custom engine, the claude / codex CLIs). Default: none (commands run as given).
@@ -54,7 +60,10 @@ export interface LoadPackEngineOptions {
 export type EngineSource =
   | { kind: 'built-in'; id: string }
   | { kind: 'pack'; id: string; folder: string }
-  | { kind: 'installed'; id: string; folder: string };
+  | { kind: 'installed'; id: string; folder: string; version?: string };
+
+/** What `admit` answers: nothing (load from the source), or the folder to load from instead. */
+export type EngineAdmission = void | { folder: string };
 
 /** The engines built into this package (`claude` and `codex` need their optional SDK). */
 export const BUILT_IN_ENGINES: readonly string[] = Object.freeze(['exec', 'claude', 'codex']);
@@ -68,11 +77,27 @@ async function isEngineFolder(dir: string): Promise<boolean> {
 }
 
 /**
+ * The version `<root>/current.txt` names, when it is a semantic version (never a path: a value
+ * with `/` or `..` is not a version and is ignored, so nothing outside `<root>` is ever looked at).
+ */
+async function installedVersion(root: string): Promise<string | undefined> {
+  try {
+    const info = await lstat(join(root, CURRENT_FILE));
+    if (!info.isFile() || info.size > 512) return undefined;
+    const version = (await readFile(join(root, CURRENT_FILE), 'utf8')).trim();
+    return isSemver(version) ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The engine a pack's `spec.engine: <id>` names. A built-in id (`exec`, `claude`, `codex`) is
  * always the built-in engine: no folder can shadow it (a folder named `engines/exec/` in the pack
  * or in `home` is never loaded). Any other id is a custom engine (AgentHippo Custom Engine V2)
- * found in `<pack>/engines/<id>/`, then `<home>/engines/<id>/`. `options.admit` sees the source
- * before any of its code loads.
+ * found in `<pack>/engines/<id>/`, then `<home>/engines/<id>/`, then
+ * `<home>/engines/<id>/<current.txt>/` (an engine installed from a store). `options.admit` sees
+ * the source before any of its code loads, and may name the folder to load from instead.
  */
 export async function loadPackEngine(options: LoadPackEngineOptions): Promise<PackEngine> {
   const { manifest, packDir } = options;
@@ -98,14 +123,19 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
     await options.admit?.({ kind: 'built-in', id });
     return loadBuiltInEngine(id, pack, options);
   }
-  const folders = [
-    { kind: 'pack' as const, id, folder: join(packDir, 'engines', id) },
-    { kind: 'installed' as const, id, folder: join(options.home, 'engines', id) },
+  const installedRoot = join(options.home, 'engines', id);
+  const folders: Array<Extract<EngineSource, { folder: string }>> = [
+    { kind: 'pack', id, folder: join(packDir, 'engines', id) },
+    { kind: 'installed', id, folder: installedRoot },
   ];
+  const current = await installedVersion(installedRoot);
+  if (current !== undefined) {
+    folders.push({ kind: 'installed', id, folder: join(installedRoot, current), version: current });
+  }
   for (const source of folders) {
-    const { folder } = source;
-    if (await isEngineFolder(folder)) {
-      await options.admit?.(source);
+    if (await isEngineFolder(source.folder)) {
+      const admitted = await options.admit?.(source);
+      const folder = admitted === undefined ? source.folder : admitted.folder;
       const engine = await loadCustomEngine(folder, {
         pack,
         packDir,

@@ -84,6 +84,62 @@ describe('loadPackEngine resolution', () => {
     ]);
   });
 
+  test('an engine installed from a store: <home>/engines/<id>/<current.txt>/, and admit may redirect the load', async () => {
+    const pack = tempDir();
+    const home = tempDir();
+    customEngine(join(home, 'engines', 'kept'), '1.2.0', 'v1.2.0');
+    customEngine(join(home, 'engines', 'kept'), '1.0.0', 'v1.0.0');
+    // customEngine writes <root>/engines/<id>: lay the versions out as the installer does.
+    for (const version of ['1.2.0', '1.0.0']) {
+      cpSync(
+        join(home, 'engines', 'kept', 'engines', version),
+        join(home, 'engines', 'kept', version),
+        { recursive: true },
+      );
+      writeFileSync(
+        join(home, 'engines', 'kept', version, 'engine.manifest.json'),
+        JSON.stringify({
+          version: 2,
+          id: 'kept',
+          entry: 'e.mjs',
+          engineExport: 'E',
+          displayName: `v${version}`,
+        }),
+      );
+    }
+    writeFileSync(join(home, 'engines', 'kept', 'current.txt'), '1.2.0\n');
+    const m = manifest('  engine: kept');
+    const seen: unknown[] = [];
+    const engine = await loadPackEngine({
+      packDir: pack,
+      manifest: m,
+      home,
+      admit: (s) => void seen.push(s),
+    });
+    expect(engine.displayName).toBe('v1.2.0');
+    expect(seen).toEqual([
+      {
+        kind: 'installed',
+        id: 'kept',
+        folder: join(home, 'engines', 'kept', '1.2.0'),
+        version: '1.2.0',
+      },
+    ]);
+    // admit answers another folder: that one loads.
+    const redirected = await loadPackEngine({
+      packDir: pack,
+      manifest: m,
+      home,
+      admit: () => ({ folder: join(home, 'engines', 'kept', '1.0.0') }),
+    });
+    expect(redirected.displayName).toBe('v1.0.0');
+    // current.txt naming no version (a path) is never followed.
+    writeFileSync(join(home, 'engines', 'kept', 'current.txt'), '../../elsewhere\n');
+    expect((await failure(loadPackEngine({ packDir: pack, manifest: m, home })))?.code).toBe(
+      'ERR_ENGINE_NOT_FOUND',
+    );
+  });
+
   test('unknown ids, missing spec.engine and an id mismatch are clear errors', async () => {
     const pack = tempDir();
     const unknown = await failure(

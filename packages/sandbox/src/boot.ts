@@ -94,7 +94,11 @@ export async function bootPack(options: BootPackOptions): Promise<BootedPack> {
       env: options.engineEnv,
       // An exec command that ignores SIGTERM is killed well before the host gives up on it.
       exec: { killGraceMs: options.execKillGraceMs },
-      admit: engineAdmission({ requireSigned: options.requireSigned }),
+      admit: engineAdmission({
+        requireSigned: options.requireSigned,
+        stateDir: state.stateDir,
+        trustRoot: options.trustRoot,
+      }),
       ...(confinement !== undefined && confined?.wrapEngine === true
         ? { wrap: confinement.wrap }
         : {}),
