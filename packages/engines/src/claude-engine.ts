@@ -9,7 +9,13 @@ import { readPackPrompt } from './pack-prompt.js';
 import { effectiveFileAccess } from './permissions.js';
 import { claudePermissions, type ClaudePermissionOptions } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
-import { linkedController, openModelRoute, sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+import {
+  linkedController,
+  openModelRoute,
+  sdkChildEnvironment,
+  turnFailure,
+  type ModelOriginAdmission,
+} from './sdk-turn.js';
 
 /** Where Claude Code sends model requests when the run names no server. */
 export const CLAUDE_DEFAULT_UPSTREAM = 'https://api.anthropic.com';
@@ -79,9 +85,10 @@ export interface CreateClaudeEngineOptions {
   wrap?: CommandWrapper; /**
    * Called before the CLI starts, each turn, with the origin it will send model requests to (the
    * turn's model gateway, or the server root without a token): confinement allows it through its
-   * host proxy (`Confinement#allowModelOrigin`). Throwing fails the turn (`confinement_failed`).
+   * host proxy for this turn (`Confinement#admitOrigin`, whose release runs when the turn ends).
+   * Throwing fails the turn (`confinement_failed`).
    */
-  onModelOrigin?: (origin: string) => void | Promise<void>;
+  onModelOrigin?: ModelOriginAdmission;
   /**
    * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
    * then a `workspace-write` turn may run shell commands (engines README, "Shell commands").

@@ -10,7 +10,12 @@ import { refusedCalls } from './codex-rollout.js';
 import { effectiveFileAccess } from './permissions.js';
 import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
 import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
-import { openModelRoute, sdkChildEnvironment, turnFailure } from './sdk-turn.js';
+import {
+  openModelRoute,
+  sdkChildEnvironment,
+  turnFailure,
+  type ModelOriginAdmission,
+} from './sdk-turn.js';
 
 /** Where codex sends model requests when the run names no server (its OpenAI default). */
 export const CODEX_DEFAULT_UPSTREAM = 'https://api.openai.com';
@@ -25,6 +30,13 @@ export const CODEX_PROVIDER_KEY_ENV = 'PACKWARDEN_MODEL_KEY';
 const CODEX_CREDENTIAL_ENV = ['CODEX_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'];
 
 type CodexConfigValue = string | number | boolean | CodexConfigValue[] | CodexConfig;
+export const CODEX_QUIET_CONFIG = {
+  check_for_update_on_startup: false,
+  analytics: { enabled: false },
+  feedback: { enabled: false },
+  features: { apps: false, plugins: false, remote_plugin: false, plugin_sharing: false },
+};
+
 /** Codex `--config` overrides, as the SDK's `config` option takes them. */
 export interface CodexConfig {
   [key: string]: CodexConfigValue;
@@ -77,9 +89,10 @@ export interface CreateCodexEngineOptions {
   wrap?: CommandWrapper; /**
    * Called before the CLI starts, each turn, with the origin it will send model requests to (the
    * turn's model gateway, or the server root without a token): confinement allows it through its
-   * host proxy (`Confinement#allowModelOrigin`). Throwing fails the turn (`confinement_failed`).
+   * host proxy for this turn (`Confinement#admitOrigin`, whose release runs when the turn ends).
+   * Throwing fails the turn (`confinement_failed`).
    */
-  onModelOrigin?: (origin: string) => void | Promise<void>;
+  onModelOrigin?: ModelOriginAdmission;
   /**
    * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
    * codex's own sandbox cannot nest inside them (no user namespaces left), so a
@@ -311,6 +324,7 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         // workspace (and the run's additional directories) are the only writable places.
         config.sandbox_workspace_write = { exclude_slash_tmp: true, exclude_tmpdir_env_var: true };
       }
+      Object.assign(config, CODEX_QUIET_CONFIG);
       // Commands the model runs do not get even the placeholder credential.
       config.shell_environment_policy = { exclude: [CODEX_PROVIDER_KEY_ENV] };
       if (packPrompt !== undefined) config.developer_instructions = packPrompt;

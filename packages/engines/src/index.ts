@@ -66,6 +66,7 @@ export type {
   CreateCodexEngineOptions,
 } from './codex-engine.js';
 export { ENGINE_SDKS } from './sdk-loader.js';
+export { engineCliFolders } from './sdk-paths.js';
 export type { SdkEngineId } from './sdk-loader.js';
 export {
   CLAUDE_READ_TOOLS,

@@ -38,6 +38,14 @@ export function linkedController(signal: AbortSignal): {
   return { controller, unlink: () => signal.removeEventListener('abort', onAbort) };
 }
 
+/**
+ * Admits the origin an engine CLI sends model requests to, for one turn; may return the release
+ * that ends the admission (called when the turn's route closes).
+ */
+export type ModelOriginAdmission = (
+  origin: string,
+) => void | (() => void) | Promise<void | (() => void)>;
+
 /** Where an engine CLI sends its model requests for one turn, and the credential it presents. */
 export interface ModelRoute {
   /** The server root the CLI is given (the gateway's when a token is routed), or `undefined`. */
@@ -62,13 +70,24 @@ export async function openModelRoute(
   token: string | undefined,
   defaultUpstream: string,
   style: GatewayCredentialStyle,
-  onModelOrigin?: (origin: string) => void | Promise<void>,
+  onModelOrigin?: ModelOriginAdmission,
 ): Promise<ModelRoute> {
   const route = await openRoute(baseUrl, token, defaultUpstream, style);
   if (route.root !== undefined && onModelOrigin !== undefined) {
-    // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other.
+    // Confinement lets the CLI reach this origin (the gateway's, new each turn) and no other,
+    // until the route closes with the turn.
     try {
-      await onModelOrigin(new URL(route.root).origin);
+      const release = await onModelOrigin(new URL(route.root).origin);
+      if (typeof release === 'function') {
+        const close = route.close;
+        return {
+          ...route,
+          close: async () => {
+            release();
+            await close();
+          },
+        };
+      }
     } catch (error) {
       await route.close();
       throw turnFailure(

@@ -1,6 +1,12 @@
-import type { LoadPackEngineOptions } from '@packwarden/engines';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  BUILT_IN_ENGINES,
+  engineCliFolders,
+  type LoadPackEngineOptions,
+  type SdkEngineId,
+} from '@packwarden/engines';
 import type { AgentManifest } from '@packwarden/pack-manifest';
-import { SandboxError } from './errors.js';
 import {
   createConfinement,
   type Confinement,
@@ -12,13 +18,32 @@ import type { SandboxState } from './state.js';
 export const ISOLATION_MODES: readonly IsolationMode[] = Object.freeze(['required', 'auto', 'off']);
 
 /**
- * Engines whose children the sandbox cannot confine yet: under `required` they refuse boot, under
- * `auto` they run unconfined and are reported (docs/sandbox.md, "Confinement"). The claude and
- * codex CLIs can start through the wrapper (engines README), but the sandbox does not yet make
- * the CLIs' package folders visible inside the walls nor admit their host-side model gateway
- * through the proxy, so a wrapped CLI would fail to start or to reach its model.
+ * Engines whose CLI talks to the run's model server through a host-side gateway of its own
+ * (engines README, "Model credentials"): inside the walls they reach only that gateway, whose
+ * origin the engine admits per turn; the run's `baseUrl` itself is never admitted for them.
  */
-const UNCONFINABLE_ENGINES: ReadonlySet<string> = new Set(['claude', 'codex']);
+export const GATEWAY_ENGINES: ReadonlySet<string> = new Set(['claude', 'codex']);
+
+/**
+ * Host folders the engine's code runs from that confinement must show read-only: the claude /
+ * codex CLI packages (`engineCliFolders`), or an engine installed under the sandbox's own
+ * `PACKWARDEN_HOME` (`<state>/packwarden/engines/<id>`, admitted only without a signature
+ * requirement: docs/sandbox.md, "What may load"). A missing SDK yields nothing here: loading the
+ * engine then fails with its own error.
+ */
+function engineFolders(engine: string, packDir: string, state: SandboxState): string[] {
+  if (GATEWAY_ENGINES.has(engine)) {
+    try {
+      return engineCliFolders(engine as SdkEngineId);
+    } catch {
+      return [];
+    }
+  }
+  if (engine === '' || BUILT_IN_ENGINES.includes(engine)) return [];
+  if (existsSync(join(packDir, 'engines', engine))) return [];
+  const installed = join(state.packwardenHome, 'engines', engine);
+  return existsSync(installed) ? [installed] : [];
+}
 
 /**
  * `spec.permissions.network.allow` of the verified manifest, typed and already checked by the
@@ -50,6 +75,7 @@ export async function confineSandbox(
   env: Record<string, string | undefined>,
 ): Promise<SandboxConfinement> {
   const { manifest, state } = input;
+  const engine = manifest.spec.engine ?? '';
   const confinement = await createConfinement(
     {
       packDir: input.packDir,
@@ -62,33 +88,51 @@ export async function confineSandbox(
     },
     // The runtime folder (one-use environment files, the proxy socket) lives at the state root:
     // os.tmpdir() is the engine's TMPDIR by now, which pack code can write.
-    { mode, env, runtimeParent: state.stateDir },
+    {
+      mode,
+      env,
+      runtimeParent: state.stateDir,
+      readOnlyPaths: mode === 'off' ? [] : engineFolders(engine, input.packDir, state),
+    },
   );
   const missing: GuaranteeStatus[] = confinement.guarantees.filter(
     (guarantee) => guarantee.status === 'unavailable',
   );
-  const engine = manifest.spec.engine ?? '';
-  if (mode !== 'off' && UNCONFINABLE_ENGINES.has(engine)) {
-    if (mode === 'required') {
-      await confinement.close();
-      throw new SandboxError(
-        'ERR_ISOLATION_UNAVAILABLE',
-        `isolation is required but the ${engine} engine cannot be confined yet (its CLI does not start through the confinement wrapper); use --isolation auto or off`,
-      );
-    }
-    return {
-      confinement,
-      wrapEngine: false,
-      degraded: `the ${engine} engine runs unconfined (it cannot be confined yet)`,
-    };
-  }
-  const wrapEngine = mode !== 'off';
-  if (mode === 'off' || missing.length === 0) return { confinement, wrapEngine };
-  return {
+  const wrapEngine = mode !== 'off' && confinement.guarantees.some((g) => g.status === 'enforced');
+  const engineOptions = GATEWAY_ENGINES.has(engine)
+    ? gatewayEngineOptions(engine as SdkEngineId, confinement, wrapEngine)
+    : undefined;
+  const result: SandboxConfinement = {
     confinement,
     wrapEngine,
+    ...(engineOptions !== undefined ? { engineOptions } : {}),
+  };
+  if (mode === 'off' || missing.length === 0) return result;
+  return {
+    ...result,
     degraded: `isolation is degraded: ${missing
       .map((guarantee) => `${guarantee.id} is not enforced (${guarantee.reason ?? 'unavailable'})`)
       .join('; ')}`,
+  };
+}
+
+/**
+ * The claude / codex engine inside the walls (docs/sandbox.md, "Confinement"): each turn's
+ * host-side model gateway is admitted through the proxy for that turn only, and only when the
+ * walls enforce `fs-write` do the engines lean on them (claude may run Bash in the workspace;
+ * codex runs without its own sandbox, which cannot start inside bubblewrap).
+ */
+function gatewayEngineOptions(
+  engine: SdkEngineId,
+  confinement: Confinement,
+  wrapped: boolean,
+): Pick<LoadPackEngineOptions, 'claude' | 'codex'> {
+  const writesWalled =
+    wrapped && confinement.guarantees.some((g) => g.id === 'fs-write' && g.status === 'enforced');
+  return {
+    [engine]: {
+      confinedWrites: writesWalled,
+      ...(wrapped ? { onModelOrigin: (origin: string) => confinement.admitOrigin(origin) } : {}),
+    },
   };
 }

@@ -10,13 +10,14 @@ export interface ModelOriginLease {
 }
 
 /**
+ * `allow` admits the origin and may return its release, called when no turn holds it any more.
  * One confinement has one proxy, shared by every socket session: if a second session's turn
  * could replace the model origin, the first session's confined code would reach the second's
  * model gateway, or lose its own mid-turn. So a differing origin is refused while any turn holds
  * the current one, and replaced only once none does (docs/sandbox.md, "Socket mode").
  */
-export function modelOriginLease(allow: (origin: string) => void): ModelOriginLease {
-  let held: { origin: string; turns: number } | undefined;
+export function modelOriginLease(allow: (origin: string) => void | (() => void)): ModelOriginLease {
+  let held: { origin: string; turns: number; revoke?: () => void } | undefined;
   return {
     acquire(baseUrl) {
       let origin: string;
@@ -33,8 +34,8 @@ export function modelOriginLease(allow: (origin: string) => void): ModelOriginLe
           `another session's turn is using the model origin ${held.origin}; a turn for ${origin} must wait until it ends`,
         );
       if (held === undefined) {
-        allow(baseUrl);
-        held = { origin, turns: 0 };
+        const revoke = allow(baseUrl);
+        held = { origin, turns: 0, ...(typeof revoke === 'function' ? { revoke } : {}) };
       }
       const current = held;
       current.turns += 1;
@@ -43,7 +44,12 @@ export function modelOriginLease(allow: (origin: string) => void): ModelOriginLe
         if (released) return;
         released = true;
         current.turns -= 1;
-        if (current.turns === 0 && held === current) held = undefined;
+        // The last turn over: the origin is no longer admitted, so a later turn without a
+        // `baseUrl` (or code left running after the turn) cannot reach it.
+        if (current.turns === 0 && held === current) {
+          held = undefined;
+          current.revoke?.();
+        }
       };
     },
   };

@@ -14,7 +14,7 @@ import {
 } from '@packwarden/runner-host';
 import { loadPackTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
 import { bootPack, type BootedPack, type SandboxLogger } from './boot.js';
-import { confineSandbox, ISOLATION_MODES } from './confine.js';
+import { confineSandbox, GATEWAY_ENGINES, ISOLATION_MODES } from './confine.js';
 import type { IsolationMode } from './isolation/index.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
@@ -149,9 +149,12 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   // Engines keep their own state (homes, sessions, CLI config) in `<state>/engine`, the one
   // state folder confinement lets pack code write.
   // One proxy per confinement, shared by every session: one model origin at a time.
+  // claude and codex never reach the run's model server from inside: their host-side gateway
+  // does, and the engine admits the gateway's origin itself for each turn (engineOptions).
+  const confinement = booted.confinement;
   const modelOrigin =
-    booted.confinement !== undefined
-      ? modelOriginLease((origin) => booted.confinement?.allowModelOrigin(origin))
+    confinement !== undefined && !GATEWAY_ENGINES.has(booted.engine.id)
+      ? modelOriginLease((origin) => confinement.admitOrigin(origin))
       : undefined;
   const runtime: EngineRuntime = { workspaceRoot: state.workspace, stateDir: state.engineDir };
   const hostOptions = (): Omit<RunnerHostOptions<EngineRuntime>, 'input' | 'output'> => {

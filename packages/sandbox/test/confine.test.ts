@@ -63,51 +63,46 @@ describe('confinement at boot (docs/sandbox.md, "Confinement")', () => {
     expect(booted.confinement?.mode).toBe('off');
   });
 
-  test.each(['codex', 'claude'])(
-    'an engine that cannot be confined (%s) refuses under required even where bubblewrap works',
-    async (engine) => {
-      const pack = writeTree(join(tempDir(), `${engine}y`), {
-        'agent.yaml': agentYaml(`${engine}y`, `  engine: ${engine}\n`),
-      });
-      const stateDir = tempDir();
-      const state = await createSandboxState(stateDir, undefined);
-      const error = await boot(pack, {
-        stateDir,
-        confine: ({ packDir, manifest }) =>
-          confineSandbox('required', { packDir, manifest, state }, process.env),
-      }).catch((reason: unknown) => reason);
-      expect(error).toBeInstanceOf(SandboxError);
-      expect((error as SandboxError).code).toBe('ERR_ISOLATION_UNAVAILABLE');
-    },
-  );
-
-  test('under auto, the claude and codex CLIs start unwrapped and the run says so; exec is wrapped', async () => {
-    const verdicts: Record<string, { wrapEngine: boolean; degraded?: string }> = {};
+  test('claude and codex are confined like every engine: their CLI folders are visible read-only, writes are walled, and each turn admits its own gateway', async () => {
+    const verdicts: Record<string, Awaited<ReturnType<typeof confineSandbox>>> = {};
     for (const [name, spec] of [
-      ['claudy', '  engine: claude\n'],
+      ['claudy', '  engine: claude\n  permissions: {fileAccess: workspace-write}\n'],
       ['codexy', '  engine: codex\n'],
       ['execy', '  engine: exec\n  exec: {command: [./x]}\n'],
     ] as const) {
       const pack = writeTree(join(tempDir(), name), { 'agent.yaml': agentYaml(name, spec) });
       const { manifest } = loadPackManifest(pack);
       const state = await createSandboxState(tempDir(), undefined);
-      const confined = await confineSandbox(
-        'auto',
+      verdicts[name] = await confineSandbox(
+        'required',
         { packDir: pack, manifest, state },
         process.env,
       );
-      verdicts[name] = {
-        wrapEngine: confined.wrapEngine,
-        ...(confined.degraded !== undefined ? { degraded: confined.degraded } : {}),
-      };
-      await confined.confinement.close();
+      await verdicts[name].confinement.close();
     }
-    expect(verdicts.claudy).toEqual({
-      wrapEngine: false,
-      degraded: 'the claude engine runs unconfined (it cannot be confined yet)',
+    for (const name of ['claudy', 'codexy', 'execy']) {
+      expect(verdicts[name]?.wrapEngine).toBe(true);
+      expect(verdicts[name]?.degraded).toBeUndefined();
+    }
+    expect(verdicts.claudy?.engineOptions?.claude).toMatchObject({
+      confinedWrites: true,
+      onModelOrigin: expect.any(Function),
     });
-    expect(verdicts.codexy?.wrapEngine).toBe(false);
-    expect(verdicts.execy).toEqual({ wrapEngine: true });
+    expect(verdicts.codexy?.engineOptions?.codex).toMatchObject({ confinedWrites: true });
+    expect(verdicts.execy?.engineOptions).toBeUndefined();
+  });
+
+  test('without bubblewrap (auto), claude and codex run unwrapped, lean on no walls, and the run says what is not enforced', async () => {
+    const pack = writeTree(join(tempDir(), 'claudy'), {
+      'agent.yaml': agentYaml('claudy', '  engine: claude\n'),
+    });
+    const { manifest } = loadPackManifest(pack);
+    const state = await createSandboxState(tempDir(), undefined);
+    const confined = await confineSandbox('auto', { packDir: pack, manifest, state }, withoutBwrap);
+    expect(confined.wrapEngine).toBe(false);
+    expect(confined.engineOptions?.claude).toEqual({ confinedWrites: false });
+    expect(confined.degraded).toMatch(/fs-write is not enforced/);
+    await confined.confinement.close();
   });
 
   test('a network.allow that is not a list of strings is ERR_ISOLATION_POLICY_INVALID', async () => {

@@ -29,16 +29,28 @@ function slowEngine() {
 describe('the model origin of a shared confinement', () => {
   test('a second session with another baseUrl is refused (ERR_MODEL_ORIGIN_BUSY) while the first turn runs; its engine never starts; after it ends the new origin is admitted', async () => {
     const admitted: string[] = [];
-    const lease = modelOriginLease((origin) => admitted.push(new URL(origin).origin));
+    const lease = modelOriginLease((origin) => void admitted.push(new URL(origin).origin));
     const a = slowEngine();
     const b = slowEngine();
     const runtime = { workspaceRoot: process.cwd(), stateDir: process.cwd() };
-    const sessionA = sessionEngine(a.engine, async () => a.engine, process.cwd(), new SecretSet(), {
-      modelOrigin: lease,
-    });
-    const sessionB = sessionEngine(b.engine, async () => b.engine, process.cwd(), new SecretSet(), {
-      modelOrigin: lease,
-    });
+    const sessionA = sessionEngine(
+      a.engine,
+      () => Promise.resolve(a.engine),
+      process.cwd(),
+      new SecretSet(),
+      {
+        modelOrigin: lease,
+      },
+    );
+    const sessionB = sessionEngine(
+      b.engine,
+      () => Promise.resolve(b.engine),
+      process.cwd(),
+      new SecretSet(),
+      {
+        modelOrigin: lease,
+      },
+    );
     const signal = new AbortController().signal;
     const turnA = sessionA.stream(
       'a',
@@ -88,5 +100,43 @@ describe('the model origin of a shared confinement', () => {
     b.finish();
     await c;
     expect(admitted).toEqual(['https://model-a.example', 'https://model-b.example']);
+  });
+});
+
+describe('the lease ends the admission', () => {
+  test('the origin is revoked when the last turn holding it ends, so a later turn without a baseUrl reaches nothing', async () => {
+    const log: string[] = [];
+    const lease = modelOriginLease((origin) => {
+      log.push(`admit ${new URL(origin).origin}`);
+      return () => log.push(`revoke ${new URL(origin).origin}`);
+    });
+    const first = lease.acquire('http://127.0.0.1:9/v1');
+    const second = lease.acquire('http://127.0.0.1:9');
+    first();
+    first();
+    expect(log).toEqual(['admit http://127.0.0.1:9']);
+    second();
+    expect(log).toEqual(['admit http://127.0.0.1:9', 'revoke http://127.0.0.1:9']);
+    const engine = slowEngine();
+    const session = sessionEngine(
+      engine.engine,
+      () => Promise.resolve(engine.engine),
+      process.cwd(),
+      new SecretSet(),
+      {
+        modelOrigin: lease,
+      },
+    );
+    const done = session.stream(
+      'no base url',
+      { runId: 'c', engineId: 'slow' },
+      emitter,
+      { workspaceRoot: process.cwd(), stateDir: process.cwd() },
+      new AbortController().signal,
+    );
+    await expect.poll(() => engine.started).toEqual(['no base url']);
+    engine.finish();
+    await done;
+    expect(log).toHaveLength(2);
   });
 });

@@ -84,7 +84,7 @@ export interface SandboxArgsInput {
  * Unix sockets that already exist inside the folders a sandbox sees (a sandbox's own frame
  * socket in its state folder, an agent socket in a workspace) would be a way out of the
  * `network` guarantee: each one found is covered with `/dev/null` (connecting then fails).
- * The scan is bounded (two levels, `maxEntries` entries); a socket created later, or deeper,
+ * The scan is bounded (four levels, `maxEntries` entries); a socket created later, or deeper,
  * is not covered: keep sockets out of the workspace and the engine state folder.
  */
 export function findSockets(roots: readonly string[], maxEntries = 4096): string[] {
@@ -101,7 +101,7 @@ export function findSockets(roots: readonly string[], maxEntries = 4096): string
       if (budget-- <= 0) return;
       const path = join(dir, entry.name);
       if (entry.isSocket()) found.push(path);
-      else if (entry.isDirectory() && depth < 2) walk(path, depth + 1);
+      else if (entry.isDirectory() && depth < 4) walk(path, depth + 1);
     }
   };
   for (const root of roots) walk(root, 1);

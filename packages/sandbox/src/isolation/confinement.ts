@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
@@ -113,8 +113,48 @@ function offConfinement(mode: 'off' | 'auto', guarantees: GuaranteeStatus[]): Co
     wrap: (command) => command,
     proxyEvents: [],
     allowModelOrigin: () => {},
+    admitOrigin: () => () => {},
     close: async () => {},
   };
+}
+
+const RUNTIME_PREFIX = 'pw-confine-';
+const OWNER_FILE = 'owner.pid';
+/** A runtime folder without an owner file this old was left by a crash before it was written. */
+const UNOWNED_GRACE_MS = 60_000;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the runtime folders a confinement killed without `close()` (SIGKILL, a crash) left in
+ * `parent`: those whose owner process is gone (docs/sandbox.md, "State"). A folder of a live
+ * sandbox, or one being created right now, is left alone. Best effort: never fails the boot.
+ */
+async function sweepStaleRuntimes(parent: string): Promise<void> {
+  let names: string[];
+  try {
+    names = (await readdir(parent)).filter((name) => name.startsWith(RUNTIME_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of names.slice(0, 64)) {
+    const dir = join(parent, name);
+    try {
+      const owner = Number.parseInt(await readFile(join(dir, OWNER_FILE), 'utf8'), 10);
+      if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) continue;
+    } catch {
+      const info = await stat(dir).catch(() => undefined);
+      if (info === undefined || Date.now() - info.mtimeMs < UNOWNED_GRACE_MS) continue;
+    }
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
 }
 
 /**
@@ -155,8 +195,10 @@ async function startConfinement(
   options: CreateConfinementOptions,
 ): Promise<Confinement> {
   let runtimeDir: string;
+  if (options.runtimeParent !== undefined) await sweepStaleRuntimes(options.runtimeParent);
   try {
-    runtimeDir = await mkdtemp(join(options.runtimeParent ?? tmpdir(), 'pw-confine-'));
+    runtimeDir = await mkdtemp(join(options.runtimeParent ?? tmpdir(), RUNTIME_PREFIX));
+    await writeFile(join(runtimeDir, OWNER_FILE), String(process.pid), { mode: 0o600 });
   } catch (error) {
     throw new SandboxError('ERR_ISOLATION_SETUP', 'cannot create the confinement folder', {
       cause: error,
@@ -166,6 +208,13 @@ async function startConfinement(
   const hostRuntime = join(runtimeDir, 'run');
   let proxy: HostProxy | undefined;
   let modelOrigin: AllowedOrigin | undefined;
+  // Origins admitted for a while (a turn's model gateway), counted: each admission has its release.
+  const admitted = new Map<string, { origin: AllowedOrigin; holders: number }>();
+  const allowedNow = (): AllowedOrigin[] => [
+    ...policy.allowed,
+    ...(modelOrigin ? [modelOrigin] : []),
+    ...[...admitted.values()].map((entry) => entry.origin),
+  ];
   try {
     await mkdir(envDir, { mode: 0o700 });
     await mkdir(hostRuntime, { mode: 0o700 });
@@ -173,7 +222,7 @@ async function startConfinement(
     await writeFile(join(hostRuntime, 'relay.pl'), RELAY_PERL_SOURCE, { mode: 0o400 });
     if (outcome.level === 'full')
       proxy = await startHostProxy(join(hostRuntime, 'proxy.sock'), {
-        allowed: () => (modelOrigin ? [...policy.allowed, modelOrigin] : policy.allowed),
+        allowed: allowedNow,
         ...(options.now ? { now: options.now } : {}),
       });
   } catch (error) {
@@ -210,10 +259,12 @@ async function startConfinement(
       workspaceWritable: policy.workspaceWritable,
       engineStateDir: policy.engineStateDir,
       readOnlyPaths: policy.readOnlyPaths,
+      // The small folders first: the walk has a budget, and the workspace can be large.
       maskedSockets: findSockets([
-        policy.workspace,
+        policy.packDir,
         policy.engineStateDir,
         ...policy.readOnlyPaths,
+        policy.workspace,
       ]),
       runtimeDir: hostRuntime,
       envDir,
@@ -239,19 +290,36 @@ async function startConfinement(
       env: {},
     };
   };
+  const originOf = (origin: string): AllowedOrigin => {
+    let parsed: URL;
+    try {
+      parsed = new URL(origin);
+    } catch (error) {
+      throw policyError('the model origin is not a URL', error);
+    }
+    return parseAllowedOrigin(parsed.origin);
+  };
   return {
     mode,
     guarantees,
     wrap,
     proxyEvents: proxy ? proxy.events : [],
     allowModelOrigin(origin: string) {
-      let parsed: URL;
-      try {
-        parsed = new URL(origin);
-      } catch (error) {
-        throw policyError('the model origin is not a URL', error);
-      }
-      modelOrigin = parseAllowedOrigin(parsed.origin);
+      modelOrigin = originOf(origin);
+    },
+    admitOrigin(origin: string) {
+      const parsed = originOf(origin);
+      const key = new URL(origin).origin;
+      const entry = admitted.get(key) ?? { origin: parsed, holders: 0 };
+      entry.holders += 1;
+      admitted.set(key, entry);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        entry.holders -= 1;
+        if (entry.holders === 0 && admitted.get(key) === entry) admitted.delete(key);
+      };
     },
     async close() {
       if (closed) return;

@@ -42,6 +42,12 @@ export interface Confinement {
   readonly proxyEvents: readonly ProxyEvent[];
   /** The run frame's `baseUrl` origin, per turn: replaces the previous model origin. */
   allowModelOrigin(origin: string): void;
+  /**
+   * Admits `origin` through the proxy until the returned release is called (counted: the same
+   * origin admitted twice stays until both are released). The claude / codex engines admit their
+   * per-turn model gateway this way (docs/sandbox.md, "Confinement").
+   */
+  admitOrigin(origin: string): () => void;
   /** Stops the proxy and removes the temporary files. Idempotent. */
   close(): Promise<void>;
 }

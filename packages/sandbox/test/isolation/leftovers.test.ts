@@ -1,0 +1,150 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  applyStateEnvironment,
+  confineSandbox,
+  createConfinement,
+  createSandboxState,
+  engineEnvironment,
+} from '../../src/index.js';
+import {
+  agentYaml,
+  boot,
+  canaryEngine,
+  cleanTemps,
+  runTurn,
+  tempDir,
+  writeTree,
+} from '../helpers.js';
+import { runCommand } from './host-evidence.js';
+
+// What a crash leaves behind, what sits in the folders the walls show, and where the engine's
+// code comes from (docs/sandbox.md, "Confinement" and "State").
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+  cleanTemps();
+});
+
+function policy(root: string) {
+  return {
+    packDir: join(root, 'pack'),
+    workspace: join(root, 'workspace'),
+    engineStateDir: join(root, 'state'),
+    fileAccess: 'workspace-write' as const,
+    allowOrigins: [],
+  };
+}
+
+async function layout(): Promise<string> {
+  const root = tempDir();
+  for (const dir of ['pack', 'workspace', 'state', 'runtime']) await mkdir(join(root, dir));
+  return root;
+}
+
+describe('leftovers and masks', () => {
+  test('a runtime folder whose sandbox was SIGKILLed is removed by the next confinement in the same state; a live one is kept', async () => {
+    const root = await layout();
+    const runtimeParent = join(root, 'runtime');
+    // A sandbox process that dies without close(): its runtime folder names it as the owner.
+    const victim = spawn('sleep', ['30'], { stdio: 'ignore' });
+    await new Promise((resolve) => victim.once('spawn', resolve));
+    const stale = join(runtimeParent, 'pw-confine-killed');
+    await mkdir(join(stale, 'run'), { recursive: true });
+    await writeFile(join(stale, 'owner.pid'), String(victim.pid));
+    victim.kill('SIGKILL');
+    await new Promise((resolve) => victim.once('exit', resolve));
+    // Another sandbox, alive, with its own folder in the same parent.
+    const live = join(runtimeParent, 'pw-confine-live');
+    await mkdir(live);
+    await writeFile(join(live, 'owner.pid'), String(process.pid));
+
+    const confinement = await createConfinement(policy(root), { mode: 'required', runtimeParent });
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+    const own = readdirSync(runtimeParent).filter((name) => !['pw-confine-live'].includes(name));
+    expect(own).toHaveLength(1);
+    expect(readFileSync(join(runtimeParent, own[0]!, 'owner.pid'), 'utf8')).toBe(
+      String(process.pid),
+    );
+    await confinement.close();
+    expect(readdirSync(runtimeParent)).toEqual(['pw-confine-live']);
+  });
+
+  test('a host unix socket inside the pack folder cannot be reached from inside the walls', async () => {
+    const root = await layout();
+    const socketPath = join(root, 'pack', 'nested', 'deeper', 'agent.sock');
+    await mkdir(join(root, 'pack', 'nested', 'deeper'), { recursive: true });
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const confinement = await createConfinement(policy(root), {
+      mode: 'required',
+      runtimeParent: join(root, 'runtime'),
+    });
+    const probe = `require('net').connect(${JSON.stringify(socketPath)}).on('connect', () => console.log('connected')).on('error', (e) => console.log('refused', e.code));`;
+    const result = await runCommand(
+      confinement.wrap({
+        file: process.execPath,
+        args: ['-e', probe],
+        cwd: join(root, 'workspace'),
+        env: { PATH: '/usr/bin:/bin' },
+      }),
+    );
+    await confinement.close();
+    expect(result.stdout).toMatch(/^refused /);
+    expect(connections).toBe(0);
+    // The positive control: the same probe outside the walls does connect.
+    const outside = await runCommand({
+      file: process.execPath,
+      args: ['-e', probe],
+      cwd: root,
+      env: { PATH: '/usr/bin:/bin' },
+    });
+    expect(outside.stdout).toMatch(/^connected/);
+  });
+
+  test('without a signature requirement, an engine installed in the sandbox home runs inside the walls (its folder visible read-only)', async () => {
+    const stateDir = tempDir();
+    const state = await createSandboxState(stateDir, undefined);
+    const canary = join(state.workspace, 'engine-ran');
+    writeTree(join(state.packwardenHome, 'engines', 'mine'), canaryEngine('mine', canary));
+    const pack = writeTree(join(tempDir(), 'uses-installed'), {
+      'agent.yaml': agentYaml(
+        'uses-installed',
+        '  engine: mine\n  permissions: {fileAccess: workspace-write}\n',
+      ),
+    });
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    applyStateEnvironment(env, state);
+    const { booted } = await boot(pack, {
+      stateDir,
+      env: { PACKWARDEN_HOME: state.packwardenHome },
+      engineEnv: engineEnvironment(env),
+      confine: ({ packDir, manifest }) =>
+        confineSandbox('required', { packDir, manifest, state }, process.env),
+    });
+    try {
+      expect(booted.degraded).toBeUndefined();
+      const engine = await booted.createEngine();
+      const { text, error } = await runTurn(engine, {
+        workspaceRoot: state.workspace,
+        stateDir: state.engineDir,
+      });
+      expect(error).toBeUndefined();
+      expect(text).toBe('planted');
+      expect(readFileSync(canary, 'utf8')).toBe('ran');
+    } finally {
+      await booted.confinement?.close();
+    }
+  });
+});
