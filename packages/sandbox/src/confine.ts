@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BUILT_IN_ENGINES,
@@ -7,6 +7,7 @@ import {
   type SdkEngineId,
 } from '@packwarden/engines';
 import type { AgentManifest } from '@packwarden/pack-manifest';
+import { VERIFIED_ENGINES_DIR } from './engine-admission.js';
 import {
   createConfinement,
   type Confinement,
@@ -27,8 +28,9 @@ export const GATEWAY_ENGINES: ReadonlySet<string> = new Set(['claude', 'codex'])
 /**
  * Host folders the engine's code runs from that confinement must show read-only: the claude /
  * codex CLI packages (`engineCliFolders`), or an engine installed under the sandbox's own
- * `PACKWARDEN_HOME` (`<state>/packwarden/engines/<id>`, admitted only without a signature
- * requirement: docs/sandbox.md, "What may load"). A missing SDK yields nothing here: loading the
+ * `PACKWARDEN_HOME` (`<state>/packwarden/engines/<id>`) with its verified copy
+ * (`<state>/verified-engines/<id>`, the one that loads under a required signature:
+ * docs/sandbox.md, "What may load"). A missing SDK yields nothing here: loading the
  * engine then fails with its own error.
  */
 function engineFolders(engine: string, packDir: string, state: SandboxState): string[] {
@@ -42,7 +44,13 @@ function engineFolders(engine: string, packDir: string, state: SandboxState): st
   if (engine === '' || BUILT_IN_ENGINES.includes(engine)) return [];
   if (existsSync(join(packDir, 'engines', engine))) return [];
   const installed = join(state.packwardenHome, 'engines', engine);
-  return existsSync(installed) ? [installed] : [];
+  if (!existsSync(installed)) return [];
+  // Under a required signature the engine loads from its verified copy, made after the walls
+  // are set up (engine-admission.ts): its folder is bound now, by path, and filled before any
+  // engine child starts.
+  const verified = join(state.stateDir, VERIFIED_ENGINES_DIR, engine);
+  mkdirSync(verified, { recursive: true, mode: 0o700 });
+  return [installed, verified];
 }
 
 /**

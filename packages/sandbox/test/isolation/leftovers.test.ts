@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { generateKeypair, signEngine, signPack } from '@packwarden/pack-signature';
+import { loadPackTrustRoot } from '@packwarden/trust-root';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -143,6 +145,52 @@ describe('leftovers and masks', () => {
       expect(error).toBeUndefined();
       expect(text).toBe('planted');
       expect(readFileSync(canary, 'utf8')).toBe('ran');
+    } finally {
+      await booted.confinement?.close();
+    }
+  });
+
+  test('with a signature required, an installed signed engine runs inside the walls from its verified copy', async () => {
+    const key = await generateKeypair({ kid: 'release' });
+    const stateDir = tempDir();
+    const state = await createSandboxState(stateDir, undefined);
+    const canary = join(state.workspace, 'engine-ran');
+    const installed = writeTree(
+      join(state.packwardenHome, 'engines', 'mine', '1.0.0'),
+      canaryEngine('mine', canary),
+    );
+    writeFileSync(join(state.packwardenHome, 'engines', 'mine', 'current.txt'), '1.0.0\n');
+    await signEngine(installed, { privateKeyPem: key.privateKeyPem, kid: key.kid });
+    const pack = writeTree(join(tempDir(), 'uses-signed'), {
+      'agent.yaml': agentYaml(
+        'uses-signed',
+        '  engine: mine\n  permissions: {fileAccess: workspace-write}\n',
+      ),
+    });
+    await signPack(pack, { privateKeyPem: key.privateKeyPem, kid: key.kid });
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    applyStateEnvironment(env, state);
+    const { booted } = await boot(pack, {
+      stateDir,
+      requireSigned: true,
+      trustRoot: () =>
+        loadPackTrustRoot({ keys: { [key.kid]: key.publicKeyPem }, cacheDir: false, env: {} }),
+      env: { PACKWARDEN_HOME: state.packwardenHome },
+      engineEnv: engineEnvironment(env),
+      confine: ({ packDir, manifest }) =>
+        confineSandbox('required', { packDir, manifest, state }, process.env),
+    });
+    try {
+      expect(booted.degraded).toBeUndefined();
+      const engine = await booted.createEngine();
+      const { text, error } = await runTurn(engine, {
+        workspaceRoot: state.workspace,
+        stateDir: state.engineDir,
+      });
+      expect(error).toBeUndefined();
+      expect(text).toBe('planted');
+      expect(readFileSync(canary, 'utf8')).toBe('ran');
+      expect(existsSync(join(stateDir, 'verified-engines', 'mine', 'engine.sig'))).toBe(true);
     } finally {
       await booted.confinement?.close();
     }
