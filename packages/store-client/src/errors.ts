@@ -46,7 +46,7 @@ export type StoreErrorCode =
   | 'ERR_ARTIFACT_NOT_FOUND'
   /** The store does not list that version. */
   | 'ERR_VERSION_NOT_FOUND'
-  /** `installPack` of a skill or an MCP server. */
+  /** `installPack` of a skill or an MCP server (packs and engines install). */
   | 'ERR_ARTIFACT_TYPE_UNSUPPORTED'
   // downloads
   /**
@@ -128,9 +128,14 @@ export type StoreErrorCode =
   | 'ERR_DOWNGRADE_REFUSED'
   /** No valid `agent.yaml` (in the extracted pack, or at the root of a local archive). */
   | 'ERR_PACK_INVALID'
-  /** `agent.yaml` names another slug or version than the one asked for. */
+  /**
+   * `agent.yaml` (of an engine: `engine.manifest.json` `id` / `package.json` `version`) names
+   * another slug or version than the one asked for.
+   */
   | 'ERR_PACK_IDENTITY_MISMATCH'
-  /** The pack digest (or the `pack.sig`) differs from the index's. */
+  /** An engine archive has no valid `engine.manifest.json` (Custom Engine V2), or holds a root `pack.sig`. */
+  | 'ERR_ENGINE_INVALID'
+  /** The pack digest (or the `pack.sig`; of an engine: its digest or `engine.sig`) differs from the index's. */
   | 'ERR_PACK_DIGEST_MISMATCH'
   /**
    * Signatures required and the result is not `verified`, or a trust root given and the `pack.sig`

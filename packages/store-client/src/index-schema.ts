@@ -24,17 +24,19 @@ export const StaticStoreVersionSchema = z.object({
     .max(Number.MAX_SAFE_INTEGER)
     .describe('archive size in bytes'),
   sha256: hex64.describe('SHA-256 of the archive file'),
-  digest: hex64.describe('Pack digest v1 (packwarden-digest/1) of the pack'),
+  digest: hex64.describe(
+    'Pack digest v1 (packwarden-digest/1) of the pack (of an engine: without its engine.sig)',
+  ),
   signature: z
     .string()
     .max(4 * 1024 * 1024)
     .optional()
-    .describe("the pack's pack.sig token, when signed"),
+    .describe("the pack's pack.sig token (an engine's engine.sig token), when signed"),
   publishedAt: text(64).optional(),
 });
 
 export const StaticStoreArtifactSchema = z.object({
-  type: z.enum(['pack', 'skill', 'mcp']),
+  type: z.enum(['pack', 'skill', 'mcp', 'engine']),
   slug,
   displayName: text(200).optional(),
   description: text(4000).optional(),

@@ -16,7 +16,7 @@ import {
   packwardenHome,
   readPackwardenFlag,
 } from '@packwarden/pack-manifest';
-import type { KeySelector, PackVerification } from '@packwarden/pack-signature';
+import type { EngineVerification, KeySelector, PackVerification } from '@packwarden/pack-signature';
 import { archiveCachePath, writeFileAtomic } from './cache.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
 import {
@@ -45,7 +45,10 @@ export interface InstallProgress {
 export interface InstallPackOptions {
   /** Default `packwardenHome(env)`. */
   home?: string;
-  /** Extract the pack flat into this folder instead of `<home>/agents/<slug>/<version>/`. */
+  /**
+   * Extract the artifact flat into this folder instead of `<home>/agents/<slug>/<version>/`
+   * (packs) or `<home>/engines/<slug>/<version>/` (engines).
+   */
   to?: string;
   /** Replace an installed version (or a non-empty `to` folder). */
   force?: boolean;
@@ -85,8 +88,11 @@ export interface InstallResult {
   dir: string;
   /** Pack digest v1 of what was installed. */
   digest: string;
-  /** Present when a signature was checked (required, or `selectKey` given). */
-  verification?: PackVerification;
+  /**
+   * Present when a signature was checked (required, or `selectKey` given): `verifyPack`'s result
+   * for a pack, `verifyEngine`'s (its `engine.sig`) for an engine.
+   */
+  verification?: PackVerification | EngineVerification;
   /** An existing install (same version, or `to` content) was replaced. */
   replaced: boolean;
   /** SHA-256 of the downloaded archive. */
@@ -223,7 +229,7 @@ async function openArchive(
     options.onProgress?.(
       total === undefined ? { phase: 'download', bytes } : { phase: 'download', bytes, total },
     );
-  const nothing = async () => undefined;
+  const nothing = (): Promise<void> => Promise.resolve();
   if (source.kind === 'static' || source.kind === 'archive-file') {
     const expected = { size: source.size, sha256: source.sha256, maxBytes: source.size };
     if (source.url.protocol === 'file:' || source.kind === 'archive-file') {
@@ -489,12 +495,13 @@ async function installSteps(
   };
   const requireSigned = options.requireSigned ?? requireSignedFromEnv(env);
   const signal = options.signal;
-  if (ref.type !== 'pack') {
+  if (ref.type !== 'pack' && ref.type !== 'engine') {
     throw new StoreError(
       'ERR_ARTIFACT_TYPE_UNSUPPORTED',
-      `only packs can be installed (${ref.type}/${ref.slug} is a ${ref.type}); install the pack that uses it`,
+      `only packs and engines can be installed (${ref.type}/${ref.slug} is a ${ref.type}); install the pack that uses it`,
     );
   }
+  const isEngine = ref.type === 'engine';
   const resolved = store.resolve(ref);
   const { slug, version } = resolved;
 
@@ -511,7 +518,12 @@ async function installSteps(
     stagingPrefix = `.${finalName}.staging-`;
     lockPath = join(parent, `.${finalName}.lock`);
   } else {
-    parent = join(resolve(options.home ?? packwardenHome(env)), 'agents', slug);
+    // Engines go where loadPackEngine finds them (engines README, "Finding the engine").
+    parent = join(
+      resolve(options.home ?? packwardenHome(env)),
+      isEngine ? 'engines' : 'agents',
+      slug,
+    );
     finalName = version;
     stagingPrefix = '.staging-';
     lockPath = join(parent, '.lock');
@@ -549,6 +561,113 @@ async function installSteps(
     ...(signal ? { signal } : {}),
   });
   let staging: string | undefined;
+  /**
+   * An engine's checks and promotion (README "Engines"): `engine.manifest.json` (Custom Engine
+   * V2) names the id asked for and `package.json` the version; the digest leaves out the root
+   * `engine.sig`; a root `pack.sig` is refused (no engine digest covers it); the signature
+   * checked is `engine.sig` (`verifyEngine`), under the same policy as a pack's.
+   */
+  const finishEngine = async (
+    dir: string,
+    extracted: ExtractResult,
+    archiveSha256: string,
+  ): Promise<InstallResult> => {
+    // The engine rules live in pack-signature (one definition for signer, verifier, installer).
+    const signature = await import('@packwarden/pack-signature');
+    const identity = signature.readEngineIdentity(dir);
+    if ('problem' in identity) {
+      throw new StoreError(
+        'ERR_ENGINE_INVALID',
+        `${slug}@${version} is not a valid engine: ${identity.problem}`,
+      );
+    }
+    if (identity.id !== slug || identity.version !== version) {
+      throw new StoreError(
+        'ERR_PACK_IDENTITY_MISMATCH',
+        `the archive for engine ${slug}@${version} holds ${identity.id}@${identity.version}`,
+      );
+    }
+    if (extracted.entries!.some((entry) => entry.path === PACK_SIGNATURE_FILE)) {
+      throw new StoreError(
+        'ERR_ENGINE_INVALID',
+        `${slug}@${version} holds a root ${PACK_SIGNATURE_FILE}, which no engine signature covers`,
+      );
+    }
+    const digest = digestManifest(
+      extracted
+        .entries!.filter((entry) => entry.path !== signature.ENGINE_SIGNATURE_FILE)
+        .sort((a, b) => compareManifestPaths(a.path, b.path)),
+    );
+    if (resolved.source.kind === 'static') {
+      if (digest !== resolved.source.digest) {
+        throw new StoreError(
+          'ERR_PACK_DIGEST_MISMATCH',
+          `engine ${slug}@${version} has digest ${digest}, the index states ${resolved.source.digest}`,
+        );
+      }
+      if (resolved.source.signature !== undefined) {
+        const sig = await readFile(join(dir, signature.ENGINE_SIGNATURE_FILE), 'utf8').catch(
+          () => undefined,
+        );
+        if (sig?.trim() !== resolved.source.signature.trim()) {
+          throw new StoreError(
+            'ERR_PACK_DIGEST_MISMATCH',
+            `the engine.sig in the archive differs from the one the index lists`,
+          );
+        }
+      }
+    }
+    let verification: EngineVerification | undefined;
+    if (requireSigned || options.selectKey) {
+      options.onProgress?.({ phase: 'verify' });
+      verification = await signature.verifyEngine(dir, {
+        selectKey: options.selectKey ?? noTrustRoot,
+        expectedId: slug,
+        ...(signal ? { signal } : {}),
+      });
+      if (requireSigned && verification.kind !== 'verified') {
+        throw new StoreError(
+          'ERR_SIGNATURE_REFUSED',
+          `engine ${slug}@${version} was not installed: ${verification.message}`,
+          { verification },
+        );
+      }
+      if (verification.kind !== 'verified' && verification.kind !== 'unsigned') {
+        throw new StoreError(
+          'ERR_SIGNATURE_REFUSED',
+          `engine ${slug}@${version} was not installed: its engine.sig was checked against the trust root given and did not verify: ${verification.message}`,
+          { verification },
+        );
+      }
+    }
+    if (signal?.aborted) throw abortError(signal);
+    return promote(dir, digest, archiveSha256, extracted, verification);
+  };
+  const promote = async (
+    dir: string,
+    digest: string,
+    archiveSha256: string,
+    extracted: ExtractResult,
+    verification: PackVerification | EngineVerification | undefined,
+  ): Promise<InstallResult> => {
+    options.onProgress?.({ phase: 'install' });
+    let replaced: boolean;
+    try {
+      ({ replaced } = await promoteStaging(dir, target));
+      staging = undefined;
+      if (!flat) await writeFileAtomic(join(parent, CURRENT_FILE), `${version}\n`);
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_INSTALL_IO',
+        `cannot move ${slug}@${version} into place: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    const result: InstallResult = { slug, version, dir: target, digest, replaced, archiveSha256 };
+    if (verification) result.verification = verification;
+    if (extracted.comment !== undefined) result.commit = extracted.comment;
+    return result;
+  };
   try {
     // Holding the lock: under `<home>/agents/<slug>/` (the installer's own folder) any staging or
     // set-aside folder belongs to a dead or finished run. With `to`, the parent is the caller's
@@ -597,6 +716,9 @@ async function installSteps(
     if (signal?.aborted) throw abortError(signal);
 
     // The manifest must name exactly what was asked for.
+    if (isEngine) {
+      return await finishEngine(staging, extracted, archiveSha256);
+    }
     let manifest;
     try {
       manifest = loadPackManifest(staging).manifest;
@@ -676,24 +798,7 @@ async function installSteps(
       }
     }
     if (signal?.aborted) throw abortError(signal);
-
-    options.onProgress?.({ phase: 'install' });
-    let replaced: boolean;
-    try {
-      ({ replaced } = await promoteStaging(staging, target));
-      staging = undefined;
-      if (!flat) await writeFileAtomic(join(parent, CURRENT_FILE), `${version}\n`);
-    } catch (cause) {
-      throw new StoreError(
-        'ERR_INSTALL_IO',
-        `cannot move ${slug}@${version} into place: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
-    const result: InstallResult = { slug, version, dir: target, digest, replaced, archiveSha256 };
-    if (verification) result.verification = verification;
-    if (extracted.comment !== undefined) result.commit = extracted.comment;
-    return result;
+    return await promote(staging, digest, archiveSha256, extracted, verification);
   } finally {
     if (staging) await removeTree(staging);
     await release();

@@ -31,7 +31,7 @@ export interface Lockfile {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
-const KEY = /^(pack|skill|mcp)\/[a-z0-9][a-z0-9._-]{0,127}$/;
+const KEY = /^(pack|skill|mcp|engine)\/[a-z0-9][a-z0-9._-]{0,127}$/;
 const ENTRY_FIELDS = [
   'version',
   'source',

@@ -1,7 +1,7 @@
 import { isSemver } from '@packwarden/pack-manifest';
 import { StoreError } from './errors.js';
 
-export type ArtifactType = 'pack' | 'skill' | 'mcp';
+export type ArtifactType = 'pack' | 'skill' | 'mcp' | 'engine';
 
 export interface ArtifactRef {
   type: ArtifactType;
@@ -9,7 +9,7 @@ export interface ArtifactRef {
   version?: string;
 }
 
-export const ARTIFACT_TYPES: readonly ArtifactType[] = ['pack', 'skill', 'mcp'];
+export const ARTIFACT_TYPES: readonly ArtifactType[] = ['pack', 'skill', 'mcp', 'engine'];
 
 const TYPE_ALIASES: Record<string, ArtifactType> = {
   pack: 'pack',
@@ -18,6 +18,9 @@ const TYPE_ALIASES: Record<string, ArtifactType> = {
   skill: 'skill',
   skills: 'skill',
   mcp: 'mcp',
+  // The AgentHippo store's index type and folder (its scripts/build-index.ts, ARTIFACT_DIRS).
+  engine: 'engine',
+  engines: 'engine',
 };
 
 /** Slugs end up in URLs, git tags and folder names: kebab-case only, like pack names. */
@@ -47,7 +50,9 @@ export function parseArtifactRef(ref: string): ArtifactRef {
   if (slash < 0) return fail('no type');
   const type = normalizeArtifactType(ref.slice(0, slash));
   if (!type)
-    return fail(`unknown type ${JSON.stringify(ref.slice(0, slash))}: use pack, skill or mcp`);
+    return fail(
+      `unknown type ${JSON.stringify(ref.slice(0, slash))}: use pack, skill, mcp or engine`,
+    );
   const rest = ref.slice(slash + 1);
   const at = rest.indexOf('@');
   const slug = at < 0 ? rest : rest.slice(0, at);

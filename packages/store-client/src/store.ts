@@ -28,6 +28,7 @@ export const AGENTHIPPO_TYPE_DIRS: Readonly<Record<ArtifactType, string>> = Obje
   pack: 'agent-packs',
   skill: 'skills',
   mcp: 'mcp',
+  engine: 'engines',
 });
 
 export type Env = Record<string, string | undefined>;
