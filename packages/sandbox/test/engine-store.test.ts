@@ -122,7 +122,7 @@ describe('engines installed from a store, under a required signature (docs/sandb
     const { pack, stateDir, installed, canary } = await setup({ packKey: key, engineKey: key });
     const file = join(installed, 'engine.mjs');
     const bytes = readFileSync(file);
-    bytes[bytes.length - 2] ^= 0x01;
+    bytes[bytes.length - 2] = bytes[bytes.length - 2]! ^ 0x01;
     writeFileSync(file, bytes);
     const error = await refusal(
       boot(pack, { stateDir, requireSigned: true, trustRoot: trustRootFor(key) }),
