@@ -33,6 +33,8 @@ export type PackManifestErrorCode =
   | 'ERR_PACK_NOT_FOUND'
   /** `current.txt` of an installed pack is missing, empty or not a version. */
   | 'ERR_PACK_CURRENT_INVALID'
+  /** `findPackFolders`: the tree holds more packs or folders than its bounds allow. */
+  | 'ERR_PACK_SEARCH_TOO_LARGE'
   /**
    * A yes/no variable (`PACKWARDEN_REQUIRE_SIGNED_PACK`…) holds something other than 1, true,
    * yes, on, 0, false, no, off: refused rather than read as "off".

@@ -8,6 +8,13 @@ export {
   readPackwardenFlag,
 } from './env.js';
 export type { Env, PackwardenEnvValue } from './env.js';
+export {
+  FIND_PACKS_MAX_DEPTH,
+  FIND_PACKS_MAX_FOLDERS,
+  FIND_PACKS_MAX_PACKS,
+  findPackFolders,
+} from './find-packs.js';
+export type { FindPackFoldersOptions } from './find-packs.js';
 export { KID_MAX_LENGTH, kidProblem } from './kid.js';
 export { isPackManifestError, PackManifestError } from './errors.js';
 export type { PackManifestErrorCode } from './errors.js';

@@ -32,6 +32,14 @@ export type PackSignatureErrorCode =
   | 'ERR_KEY_SELECTOR'
   /** `verifyPack`: `selectKey` returned a key that is not an EC P-256 public key for the token's `kid`. */
   | 'ERR_VERIFICATION_KEY_INVALID'
+  /** `readPrivateKeyFile`: the key file is missing, a symlink, not a regular file, or larger than 64 KiB. */
+  | 'ERR_KEY_FILE_UNREADABLE'
+  /** `readPrivateKeyFile`: group or others may read the private key file; it is not used. */
+  | 'ERR_KEY_FILE_UNSAFE'
+  /** `writePrivateKeyFile` / `writePublicKeysFile`: the file exists and `force` was not given. */
+  | 'ERR_KEY_FILE_EXISTS'
+  /** `writePrivateKeyFile` / `writePublicKeysFile`: the operating system refused the write. */
+  | 'ERR_KEY_FILE_WRITE'
   /** The caller's `AbortSignal` fired. */
   | 'ERR_ABORTED'
   /** A token this package just produced failed its own checks: a bug, never a user error. */

@@ -24,6 +24,19 @@ export type { PackSignaturePayload } from './payload.js';
 export type { KeySelection, KeySelector } from './key-selection.js';
 export { verifyPack } from './verify.js';
 export type { VerifyPackOptions } from './verify.js';
+export { verifyPacks } from './verify-packs.js';
+export type {
+  PackBatchOutcome,
+  PackBatchVerification,
+  VerifyPacksOptions,
+} from './verify-packs.js';
+export {
+  KEY_FILE_MAX_BYTES,
+  readPrivateKeyFile,
+  writePrivateKeyFile,
+  writePublicKeysFile,
+} from './key-file.js';
+export type { WriteKeyFileOptions } from './key-file.js';
 export { PACK_VERIFICATION_EXIT_CODES } from './exit-codes.js';
 export type {
   PackDigestUnsupported,

@@ -6,7 +6,7 @@ import {
   computePackDigest,
   DIGEST_EXCLUDED_PATH as PACK_SIGNATURE_FILE,
 } from '@packwarden/pack-digest';
-import { loadPackManifest, MANIFEST_FILE } from '@packwarden/pack-manifest';
+import { findPackFolders, loadPackManifest } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from './cache.js';
 import { StoreError } from './errors.js';
 import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
@@ -37,19 +37,6 @@ export interface BuildStaticStoreResult {
 
 /** Every archive is stamped with this time (2000-01-01T00:00:00Z), owner 0:0 and no user names. */
 export const REPRODUCIBLE_MTIME = new Date(946_684_800_000);
-
-async function findPacks(dir: string, depth: number): Promise<string[]> {
-  const here = await lstat(join(dir, MANIFEST_FILE)).catch(() => undefined);
-  if (here?.isFile()) return [dir];
-  if (depth === 0) return [];
-  const names = (await readdir(dir, { withFileTypes: true })).filter(
-    (d) => d.isDirectory() && !d.name.startsWith('.'),
-  );
-  const found: string[] = [];
-  for (const name of names.map((d) => d.name).sort())
-    found.push(...(await findPacks(join(dir, name), depth - 1)));
-  return found;
-}
 
 async function realNames(root: string): Promise<Map<string, string>> {
   const names = new Map<string, string>();
@@ -179,7 +166,8 @@ export async function buildStaticStore(
   const out = resolve(options.out);
   let dirs: string[];
   try {
-    dirs = await findPacks(root, 2);
+    // The finder `pack verify --all` uses: a store holds exactly the packs a verify saw.
+    dirs = await findPackFolders(root);
   } catch (cause) {
     throw new StoreError('ERR_BUILD_IO', `cannot read ${root}: ${(cause as Error).message}`, {
       cause,

@@ -7,6 +7,8 @@ export type {
   UntrustedKeyReason,
 } from './select-trusted-key.js';
 export { describeMissingTrustRoot, describeTrustRoot } from './describe-trust-root.js';
+export { classifyTrustRoot, TRUST_ROOT_CONFIG_CODES } from './classify.js';
+export type { TrustRootProblem } from './classify.js';
 export type { TrustRootDescription } from './describe-trust-root.js';
 export { parseDuration } from './duration.js';
 export { parsePins } from './pins.js';

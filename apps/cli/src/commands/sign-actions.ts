@@ -1,9 +1,15 @@
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
-import { generateKeypair, signPack } from '@packwarden/pack-signature';
+import {
+  generateKeypair,
+  readPrivateKeyFile,
+  signPack,
+  writePrivateKeyFile,
+  writePublicKeysFile,
+} from '@packwarden/pack-signature';
 import { CliError, EXIT } from '../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
 import { resolvePackArgument } from './pack-actions.js';
-import { readPrivateKeyFile, writePrivateKeyFile, writePublicFile } from './key-file.js';
+import { keyFileError } from './key-file.js';
 
 export interface KeygenFlags {
   kid?: string;
@@ -42,12 +48,11 @@ export async function packKeygen(io: CliIo, flags: KeygenFlags): Promise<number>
   const publicFile = resolve(io.cwd, flags.publicOut ?? defaultPublicOut(flags.output));
   // The keys file every `pack verify --keys` example uses: {kid: public PEM}, not secret. Written
   // (and refused when it exists) before the private key, so a refusal leaves nothing behind.
-  await writePublicFile(
-    publicFile,
-    `${JSON.stringify({ [keypair.kid]: keypair.publicKeyPem }, null, 2)}\n`,
-    flags.force === true,
+  const force = { force: flags.force === true };
+  await writePublicKeysFile(publicFile, { [keypair.kid]: keypair.publicKeyPem }, force).catch(
+    keyFileError('--public-out', publicFile),
   );
-  await writePrivateKeyFile(file, keypair.privateKeyPem, flags.force === true);
+  await writePrivateKeyFile(file, keypair.privateKeyPem, force).catch(keyFileError('-o', file));
   const jwks = { keys: [keypair.publicJwk] };
   const shownPublic = relative(io.cwd, publicFile) || publicFile;
   if (flags.json) {
@@ -97,7 +102,8 @@ export interface SignFlags {
 }
 
 export async function packSign(io: CliIo, ref: string, flags: SignFlags): Promise<number> {
-  const privateKeyPem = await readPrivateKeyFile(resolve(io.cwd, flags.key));
+  const keyFile = resolve(io.cwd, flags.key);
+  const privateKeyPem = await readPrivateKeyFile(keyFile).catch(keyFileError('--key', keyFile));
   const { dir } = await resolvePackArgument(io, ref);
   let signed;
   try {

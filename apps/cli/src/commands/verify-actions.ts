@@ -1,16 +1,23 @@
-import { readdir } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
+import { findPackFolders, isPackManifestError } from '@packwarden/pack-manifest/resolve';
 import {
   describePackRefusal,
   PACK_VERIFICATION_EXIT_CODES,
-  verifyPack,
+  verifyPacks,
+  type PackBatchOutcome,
   type PackVerification,
 } from '@packwarden/pack-signature';
-import { describeTrustRoot, selectTrustedKey, type PackTrustRoot } from '@packwarden/trust-root';
+import {
+  classifyTrustRoot,
+  describeTrustRoot,
+  selectTrustedKey,
+  type PackTrustRoot,
+} from '@packwarden/trust-root';
 import { CliError, EXIT } from '../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
 import { resolvePackArgument } from './pack-actions.js';
 import { loadTrustRootFromFlags, type TrustFlags } from './trust-options.js';
+import { formatVerifyRows, type VerifyRow } from './verify-rows.js';
 
 export interface VerifyFlags extends TrustFlags {
   all?: string;
@@ -18,28 +25,16 @@ export interface VerifyFlags extends TrustFlags {
   json?: boolean;
 }
 
-// A trust root that is unavailable because of its own configuration (a bad pin, an unreadable
-// or malformed keys file, a plain-HTTP URL) is a config error (exit 2), not a retryable outage.
-const CONFIG_CODES = new Set([
-  'ERR_INVALID_OPTIONS',
-  'ERR_URL_INVALID',
-  'ERR_URL_INSECURE',
-  'ERR_PIN_INVALID',
-  'ERR_DURATION_INVALID',
-  'ERR_KEYS_FILE_READ',
-  'ERR_KEYS_TOO_LARGE',
-  'ERR_KEYS_PARSE',
-  'ERR_TOO_MANY_KEYS',
-  'ERR_KEY_INVALID',
-]);
-
 export async function loadTrustRootOrExit(
   io: CliIo,
   flags: TrustFlags,
   overrides: { cacheDir?: string | false } = {},
 ): Promise<PackTrustRoot> {
   const root = await loadTrustRootFromFlags(io, flags, overrides);
-  if (root.status === 'unavailable' && CONFIG_CODES.has(root.code)) {
+  // A trust root unavailable because of its own configuration (a bad pin, an unreadable or
+  // malformed keys file, a plain-HTTP URL) is a usage error (exit 2), not a retryable outage
+  // (trust-root README "classifyTrustRoot").
+  if (root.status === 'unavailable' && classifyTrustRoot(root) === 'config') {
     throw new CliError(
       `the trust root is misconfigured: ${root.reason}`,
       EXIT.usage,
@@ -51,77 +46,38 @@ export async function loadTrustRootOrExit(
   return root;
 }
 
-interface PackOutcome {
+interface PackOutcome extends PackBatchOutcome {
   target: string;
-  dir: string;
-  result: PackVerification;
-  /** Whether this outcome fails the run. */
-  failed: boolean;
-}
-
-/** One pack folder per directory holding agent.yaml, not descending into packs, bounded. */
-async function findPackFolders(root: string, maxDepth = 8, maxPacks = 10_000): Promise<string[]> {
-  const found: string[] = [];
-  const visit = async (dir: string, depth: number): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch (cause) {
-      if (depth === 0)
-        throw new CliError(
-          `cannot read ${dir}: ${(cause as Error).message}`,
-          EXIT.usage,
-          undefined,
-          {
-            code: 'ERR_CLI_USAGE',
-            cause,
-          },
-        );
-      return;
-    }
-    if (entries.some((entry) => entry.name === 'agent.yaml' && entry.isFile())) {
-      found.push(dir);
-      return;
-    }
-    if (depth >= maxDepth) return;
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      if (found.length >= maxPacks) return;
-      // Symlinked folders are not followed; VCS and dependency folders are not packs.
-      if (entry.isDirectory() && entry.name !== '.git' && entry.name !== 'node_modules') {
-        await visit(join(dir, entry.name), depth + 1);
-      }
-    }
-  };
-  await visit(root, 0);
-  return found;
-}
-
-/**
- * One line per pack: kind, identity, the first line of the library's message, and always the
- * folder that was checked (a bare name may be an installed pack rather than a folder here).
- * Identities, kids and messages come from the pack: shown, never obeyed by the terminal.
- */
-function summaryLine(outcome: PackOutcome, cwd: string): string {
-  const { result } = outcome;
-  const where = safe(relative(cwd, outcome.dir) || '.');
-  // The identity is shown only once the signature vouches for it.
-  const vouched =
-    result.kind === 'verified' || result.kind === 'digest-unsupported' || result.kind === 'invalid'
-      ? identity(result)
-      : undefined;
-  const id = vouched === undefined ? where : safe(vouched);
-  if (result.kind === 'verified')
-    return `verified            ${id}  signed by ${safe(result.kid)}  (folder ${where})`;
-  if (result.kind === 'unsigned' && !outcome.failed) {
-    return `unsigned            ${where}  (allowed: --require-signed not given)`;
-  }
-  const message = safe(result.message.split('\n')[0] ?? '');
-  return `${result.kind.padEnd(20)}${id}  ${message}${id === where ? '' : `  (folder ${where})`}`;
 }
 
 function identity(result: PackVerification): string | undefined {
   const { pack, packVersion } = result as { pack?: string; packVersion?: string };
   return pack && packVersion ? `${pack}@${packVersion}` : undefined;
+}
+
+/**
+ * The row of one pack (apps/cli/README.md "pack verify"): result word, identity, folder, message.
+ * Identities, kids, folders and messages come from the pack: shown, never obeyed by the terminal.
+ */
+function row(outcome: PackOutcome, cwd: string): VerifyRow {
+  const { result } = outcome;
+  // The identity is shown only once the signature vouches for it.
+  const vouched =
+    result.kind === 'verified' || result.kind === 'digest-unsupported' || result.kind === 'invalid'
+      ? identity(result)
+      : undefined;
+  const message =
+    result.kind === 'verified'
+      ? `signed by ${result.kid}`
+      : result.kind === 'unsigned' && !outcome.failed
+        ? 'allowed: --require-signed not given'
+        : result.message;
+  return {
+    kind: result.kind,
+    pack: vouched ?? '-',
+    folder: relative(cwd, outcome.dir) || '.',
+    message,
+  };
 }
 
 function toJson(outcome: PackOutcome, cwd: string) {
@@ -138,10 +94,26 @@ function toJson(outcome: PackOutcome, cwd: string) {
   };
 }
 
+/** `pack verify --all DIR`: pack-manifest's finder, the one `store build` uses too. */
+async function packFolders(io: CliIo, dir: string): Promise<string[]> {
+  const root = resolve(io.cwd, dir);
+  try {
+    return await findPackFolders(root);
+  } catch (error) {
+    if (isPackManifestError(error) && error.code === 'ERR_MANIFEST_IO')
+      throw new CliError(error.message, EXIT.usage, undefined, {
+        code: 'ERR_CLI_USAGE',
+        cause: error,
+      });
+    throw error;
+  }
+}
+
 /**
- * `pack verify <pack>...` and `pack verify --all DIR`. One pack: the exit code is its kind's (see
- * PACK_VERIFICATION_EXIT_CODES). Several packs: 0 when none failed, else the code of the first
- * failure; unsigned packs fail a batch only with --require-signed.
+ * `pack verify <pack>...` and `pack verify --all DIR`. The batch policy is pack-signature's
+ * `verifyPacks`: one pack's exit code is its kind's (PACK_VERIFICATION_EXIT_CODES); several
+ * packs give 0 when none failed, else the code of the first failure; unsigned packs fail a batch
+ * only with --require-signed.
  */
 export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags): Promise<number> {
   if (flags.all === undefined && refs.length === 0) {
@@ -152,7 +124,7 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
   }
   const targets =
     flags.all !== undefined
-      ? (await findPackFolders(resolve(io.cwd, flags.all))).map((dir) => ({ target: dir, dir }))
+      ? (await packFolders(io, flags.all)).map((dir) => ({ target: dir, dir }))
       : await Promise.all(
           refs.map(async (ref) => ({ target: ref, dir: (await resolvePackArgument(io, ref)).dir })),
         );
@@ -167,27 +139,20 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
   }
   const batch = flags.all !== undefined || refs.length > 1;
   const root = await loadTrustRootOrExit(io, flags);
-  const selectKey = (kid: string, at: Date) => selectTrustedKey(root, kid, { at });
-
-  const outcomes: PackOutcome[] = [];
-  for (const { target, dir } of targets) {
-    const result = await verifyPack(dir, { selectKey });
-    const failed =
-      result.kind !== 'verified' &&
-      (result.kind !== 'unsigned' || !batch || flags.requireSigned === true);
-    const outcome = { target, dir, result, failed };
-    outcomes.push(outcome);
-    // A batch is a report on stdout; a single pack's refusal is an error on stderr.
-    if (!flags.json)
-      (failed && !batch ? io.stderr : io.stdout).write(`${summaryLine(outcome, io.cwd)}\n`);
-  }
-
-  const count = (predicate: (outcome: PackOutcome) => boolean) => outcomes.filter(predicate).length;
-  const verified = count((outcome) => outcome.result.kind === 'verified');
-  const unsigned = count((outcome) => outcome.result.kind === 'unsigned');
-  const failedCount = count((outcome) => outcome.failed);
-  const firstFailure = outcomes.find((outcome) => outcome.failed);
-  const exitCode = firstFailure ? PACK_VERIFICATION_EXIT_CODES[firstFailure.result.kind] : EXIT.ok;
+  const verified = await verifyPacks(
+    targets.map((target) => target.dir),
+    {
+      selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }),
+      // One pack named alone fails when unsigned (exit 3); a batch passes unsigned packs unless
+      // --require-signed.
+      requireSigned: !batch || flags.requireSigned === true,
+    },
+  );
+  const outcomes: PackOutcome[] = verified.outcomes.map((outcome, index) => ({
+    ...outcome,
+    target: targets[index]!.target,
+  }));
+  const { summary, exitCode } = verified;
 
   if (flags.json) {
     printJson(io, {
@@ -196,16 +161,21 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
         status: root.status,
         stale: root.status === 'ok' ? root.stale : false,
       },
-      summary: { verified, unsigned, failed: failedCount, total: outcomes.length },
+      summary,
       exitCode,
       packs: outcomes.map((outcome) => toJson(outcome, io.cwd)),
     });
     return exitCode;
   }
-  if (!batch && firstFailure)
-    io.stderr.write(`fix: ${safe(describePackRefusal(firstFailure.result).fix)}\n`);
+  const lines = formatVerifyRows(outcomes.map((outcome) => row(outcome, io.cwd)));
+  // A batch is a report on stdout; a single pack's refusal is an error on stderr.
+  (verified.firstFailure && !batch ? io.stderr : io.stdout).write(lines);
+  if (!batch && verified.firstFailure)
+    io.stderr.write(`fix: ${safe(describePackRefusal(verified.firstFailure.result).fix)}\n`);
   if (batch) {
-    io.stdout.write(`verified ${verified}, unsigned ${unsigned}, failed ${failedCount}\n`);
+    io.stdout.write(
+      `verified ${summary.verified}, unsigned ${summary.unsigned}, failed ${summary.failed}\n`,
+    );
   }
   return exitCode;
 }

@@ -1,0 +1,75 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { findPackFolders, isPackManifestError } from '../src/resolve-entry.js';
+
+let root: string;
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'pw-find-packs-'));
+});
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function pack(...segments: string[]): string {
+  const dir = join(root, ...segments);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'agent.yaml'), 'apiVersion: agenthippo.ai/v1\n');
+  return dir;
+}
+
+describe('findPackFolders', () => {
+  it('lists nested pack folders in byte order and does not descend into a pack', async () => {
+    const b = pack('b-pack');
+    const a = pack('a-pack');
+    const versioned = pack('team', 'reviewer', '1.0.0');
+    pack('a-pack', 'inner'); // inside a pack: part of it, not a pack of its own
+    expect(await findPackFolders(root)).toEqual([a, b, versioned]);
+  });
+
+  it('returns the root when it is a pack', async () => {
+    pack();
+    expect(await findPackFolders(root)).toEqual([root]);
+  });
+
+  it('skips node_modules, dot folders, symlinked folders and a symlinked agent.yaml', async () => {
+    pack('node_modules', 'evil');
+    pack('.hidden', 'evil');
+    const outside = mkdtempSync(join(tmpdir(), 'pw-find-outside-'));
+    try {
+      writeFileSync(join(outside, 'agent.yaml'), 'x');
+      symlinkSync(outside, join(root, 'linked'));
+      mkdirSync(join(root, 'linked-manifest'));
+      symlinkSync(join(outside, 'agent.yaml'), join(root, 'linked-manifest', 'agent.yaml'));
+      expect(await findPackFolders(root)).toEqual([]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('stops at maxDepth', async () => {
+    pack('1', '2', '3');
+    expect(await findPackFolders(root, { maxDepth: 2 })).toEqual([]);
+    expect(await findPackFolders(root, { maxDepth: 3 })).toEqual([join(root, '1', '2', '3')]);
+  });
+
+  it('refuses more packs than maxPacks instead of returning a shorter list', async () => {
+    pack('a');
+    pack('b');
+    pack('c');
+    const error = await findPackFolders(root, { maxPacks: 2 }).catch((e: unknown) => e);
+    expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_TOO_LARGE');
+  });
+
+  it('refuses a tree of more folders than maxFolders', async () => {
+    for (let i = 0; i < 5; i += 1) mkdirSync(join(root, `empty-${i}`));
+    const error = await findPackFolders(root, { maxFolders: 3 }).catch((e: unknown) => e);
+    expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_TOO_LARGE');
+  });
+
+  it('fails closed on a root it cannot read', async () => {
+    const missing = await findPackFolders(join(root, 'nope')).catch((e: unknown) => e);
+    expect(isPackManifestError(missing) && missing.code).toBe('ERR_MANIFEST_IO');
+  });
+});
