@@ -48,6 +48,21 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules (issue 13 item 10): a promise nobody awaits or handles loses its rejection
+    // (an unhandled rejection ends the process), and an async function where a void callback is
+    // expected runs unobserved. The project service finds each file's tsconfig.json.
+    files: ['**/*.ts', '**/*.mts', '**/*.cts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      // Not `require-await`: 30 hits, all async fakes and callbacks that satisfy a Promise type.
+    },
+  },
+  {
     files: ['**/*.config.ts', 'vitest.workspace.ts', 'eslint.config.js'],
     rules: { 'no-restricted-syntax': 'off' },
   },

@@ -70,6 +70,7 @@ const EXPECTED_EXPORTS = {
   '@packwarden/trust-root': ['loadPackTrustRoot', 'selectTrustedKey', 'parsePins'],
   '@packwarden/store-client': ['installPack', 'extractArchive', 'StoreError'],
   '@packwarden/runner-host': ['startRunnerHost', 'FrameDecoder', 'RunnerHostError'],
+  '@packwarden/runner-host/protocol': ['runFrameSchema', 'hostFrameSchemas', 'framesJsonSchema'],
   '@packwarden/runner-host/conformance': ['runConformance', 'conformanceCases', 'RawPeer'],
   '@packwarden/runner-host/frames.schema.json': ['default'],
   '@packwarden/engines': ['loadPackEngine', 'loadCustomEngine', 'EngineError'],

@@ -9,10 +9,10 @@
 import { PassThrough } from 'node:stream';
 import {
   FrameDecoder,
-  hostFrameSchemas,
   parseDriverFrame,
   startRunnerHost,
 } from '../../packages/runner-host/dist/index.js';
+import { hostFrameSchemas } from '../../packages/runner-host/dist/protocol.js';
 
 const CAP = 512;
 const CODES = new Set(['invalid_json', 'invalid_frame', 'frame_too_large', 'unterminated_frame']);

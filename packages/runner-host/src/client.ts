@@ -267,7 +267,7 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
         if (controller.signal.aborted || run.ended) return;
         run.questionControllers.delete(frame.questionId);
         if ('decline' in answer && answer.decline) {
-          send({ type: 'answer', runId: run.runId, questionId: frame.questionId, decline: true });
+          decline();
         } else {
           const { selected, freeText } = answer as { selected?: string[]; freeText?: string };
           send({
@@ -278,7 +278,23 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
             ...(freeText !== undefined ? { freeText } : {}),
           });
         }
+      })
+      // An answer that cannot be sent (not an object, over the frame cap) is a decline: the
+      // host's question must not wait for its timeout, and this chain must never reject unhandled
+      // (an unhandled rejection ends the driver's process).
+      .catch(() => {
+        if (controller.signal.aborted || run.ended) return;
+        run.questionControllers.delete(frame.questionId);
+        try {
+          decline();
+        } catch {
+          // The channel is gone: the run ends with host_lost.
+        }
       });
+
+    function decline(): void {
+      send({ type: 'answer', runId: run.runId, questionId: frame.questionId, decline: true });
+    }
   }
 
   function onHostFrame(frame: HostFrame): void {

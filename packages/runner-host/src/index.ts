@@ -1,48 +1,16 @@
 export { RunnerHostError } from './errors.js';
 export type { RunnerHostErrorCode } from './errors.js';
 
+// The frames' zod schemas and the JSON Schema are in `@packwarden/runner-host/protocol`.
 export {
   MAX_FRAME_BYTES,
   SUPPORTED_PROTOCOLS,
   WIRE_ERROR_CODES,
-  acceptedFrameSchema,
-  answerFrameSchema,
-  byeFrameSchema,
-  cancelFrameSchema,
-  capabilitiesSchema,
-  driverFrameSchemas,
-  engineInfoSchema,
-  failedFrameSchema,
-  fatalFrameSchema,
-  fileAccessSchema,
-  helloFrameSchema,
-  hostFrameSchemas,
   isRunEventFrame,
   isTerminalFrame,
-  logFrameSchema,
-  logLevelSchema,
   parseDriverFrame,
   parseHostFrame,
-  peerInfoSchema,
   requestedFileAccess,
-  pingFrameSchema,
-  pongFrameSchema,
-  progressFrameSchema,
-  questionFrameSchema,
-  questionOutcomeSchema,
-  questionResolvedFrameSchema,
-  resultFrameSchema,
-  runFrameSchema,
-  sessionFrameSchema,
-  shutdownFrameSchema,
-  stopReasonSchema,
-  textFrameSchema,
-  thinkingFrameSchema,
-  toolEndFrameSchema,
-  toolStartFrameSchema,
-  warningFrameSchema,
-  welcomeFrameSchema,
-  wireErrorSchema,
 } from './frames.js';
 export type {
   AcceptedFrame,
@@ -82,8 +50,6 @@ export type {
   WelcomeFrame,
   WireError,
 } from './frames.js';
-
-export { framesJsonSchema } from './json-schema.js';
 
 export { FrameDecoder, FrameWriter, InputBudget, encodeFrame, readFrames } from './codec.js';
 export type {

@@ -114,6 +114,22 @@ describe('connectRunner over a child process', () => {
     await client.shutdown();
   });
 
+  it('declines a question whose answer cannot be sent (no unhandled rejection)', async () => {
+    const { client } = spawnHost();
+    const handle = client.run(
+      { message: script({ op: 'question', prompt: 'ok?' }) },
+      // A JavaScript caller's handler returning something that is not an answer object.
+      { onQuestion: () => null as never },
+    );
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    expect(events.find((e) => e.type === 'question_resolved')).toMatchObject({
+      outcome: 'declined',
+    });
+    expect(await handle.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    await client.shutdown();
+  });
+
   it('yields failed{host_lost} when the host dies mid-run', async () => {
     const { client, child } = spawnHost();
     await client.welcome;

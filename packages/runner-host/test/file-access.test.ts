@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { framesJsonSchema } from '../src/protocol.js';
 import {
-  framesJsonSchema,
   parseDriverFrame,
   requestedFileAccess,
   type EngineRunOptions,

@@ -7,7 +7,7 @@ import {
   hostFrameSchemas,
   parseDriverFrame,
   parseHostFrame,
-} from '../src/index.js';
+} from '../src/protocol.js';
 import { packageDir } from './helpers.js';
 
 describe('frame schemas', () => {
@@ -104,5 +104,20 @@ describe('JSON Schema', () => {
     expect(Object.keys(schema.$defs)).toHaveLength(26);
     for (const definition of Object.values(schema.$defs))
       expect(definition.additionalProperties).not.toBe(false);
+  });
+});
+
+describe('entry points', () => {
+  it('the zod schemas are in `/protocol`, not in the main entry; the parsers are in both', async () => {
+    const main: Record<string, unknown> = await import('../src/index.js');
+    const protocol: Record<string, unknown> = await import('../src/protocol.js');
+    const schemaNames = Object.keys(protocol).filter((name) => /Schemas?$/.test(name));
+    expect(schemaNames.length).toBeGreaterThanOrEqual(33);
+    expect(schemaNames).toContain('runFrameSchema');
+    expect(schemaNames).toContain('framesJsonSchema');
+    expect(Object.keys(main).filter((name) => /Schemas?$/.test(name))).toEqual([]);
+    for (const name of ['parseDriverFrame', 'parseHostFrame', 'MAX_FRAME_BYTES']) {
+      expect(protocol[name]).toBe(main[name]);
+    }
   });
 });
