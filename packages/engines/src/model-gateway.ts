@@ -110,8 +110,11 @@ function presented(headers: IncomingHttpHeaders): string | undefined {
 /**
  * Replaces `secret` with `replacement` in a byte stream, whatever the chunking: the last
  * `secret.length - 1` bytes wait for the next chunk, so a secret split across chunks is caught.
+ * Not runner-host's `StreamScrubber`: that one decodes UTF-8 text and writes `[redacted]`; a
+ * response body is bytes (possibly compressed) and the token must become the exact placeholder
+ * the CLI knows.
  */
-export class StreamScrubber {
+export class SecretSwapStream {
   readonly #secret: Buffer;
   readonly #replacement: Buffer;
   #carry = Buffer.alloc(0);
@@ -253,7 +256,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
           // scrubbed: replacing every "x" would corrupt the stream and hide nothing.
           const scrubber =
             options.token !== undefined && options.token.length >= MIN_SECRET_LENGTH
-              ? new StreamScrubber(options.token, placeholder)
+              ? new SecretSwapStream(options.token, placeholder)
               : undefined;
           answer.on('data', (chunk: Buffer) => {
             const clean = scrubber === undefined ? chunk : scrubber.push(chunk);

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test } from 'vitest';
-import { StreamScrubber, serverRoot, startModelGateway } from '../src/model-gateway.js';
+import { SecretSwapStream, serverRoot, startModelGateway } from '../src/model-gateway.js';
 
 const TOKEN = 'sk-gateway-real-token-0042';
 
@@ -225,14 +225,14 @@ describe('the model gateway', () => {
     expect(server.seen).toEqual([]);
   });
 
-  test('StreamScrubber: whatever the chunking, the output is the input with every token replaced', () => {
+  test('SecretSwapStream: whatever the chunking, the output is the input with every token replaced', () => {
     fc.assert(
       fc.property(
         fc.array(fc.oneof(fc.string({ maxLength: 20 }), fc.constant(TOKEN)), { maxLength: 8 }),
         fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
         (pieces, sizes) => {
           const whole = Buffer.from(pieces.join(''));
-          const scrubber = new StreamScrubber(TOKEN, 'PLACEHOLDER');
+          const scrubber = new SecretSwapStream(TOKEN, 'PLACEHOLDER');
           const out: Buffer[] = [];
           let at = 0;
           let i = 0;
