@@ -16,6 +16,7 @@ import { inflateGzip } from './gunzip.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
 import type { ArtifactRef } from './refs.js';
 import type { Env, ResolvedArtifact, Store, StoreArtifact } from './store.js';
+import { attachStoreContext } from './store-context.js';
 import { TarReader } from './tar-reader.js';
 
 export interface ExportPackOptions {
@@ -255,7 +256,7 @@ export async function openPackArchive(
     source: { kind: 'archive-file', url, size: info.size, sha256 },
   };
   const matches = (ref: ArtifactRef) => ref.type === 'pack' && ref.slug === slug;
-  return {
+  const store: Store = {
     kind: 'archive',
     url: url.href,
     problems: [],
@@ -287,12 +288,12 @@ export async function openPackArchive(
       }
       return resolved;
     },
-    context: {
-      fetch: globalThis.fetch,
-      env: options.env ?? process.env,
-      cacheDir: undefined,
-      timeoutMs: 30_000,
-      signal: options.signal,
-    },
   };
+  return attachStoreContext(store, {
+    fetch: globalThis.fetch,
+    env: options.env ?? process.env,
+    cacheDir: undefined,
+    timeoutMs: 30_000,
+    signal: options.signal,
+  });
 }

@@ -28,7 +28,6 @@ export type {
   ResolvedArtifact,
   Store,
   StoreArtifact,
-  StoreContext,
   StoreKind,
   StoreProblem,
 } from './store.js';

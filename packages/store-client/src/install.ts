@@ -33,6 +33,7 @@ import { acquireLock } from './lock.js';
 import type { ArtifactRef } from './refs.js';
 import { compareSemver } from './semver.js';
 import type { Env, ResolvedArtifact, Store } from './store.js';
+import { storeContext } from './store-context.js';
 
 export type InstallPhase = 'download' | 'extract' | 'verify' | 'install';
 
@@ -222,7 +223,7 @@ async function openArchive(
     InstallPackOptions,
   useCache: boolean,
 ): Promise<Opened> {
-  const ctx = store.context;
+  const ctx = storeContext(store);
   const source = resolved.source;
   const signal = options.signal;
   const report = (bytes: number, total?: number) =>
@@ -487,7 +488,7 @@ async function installSteps(
   ref: ArtifactRef,
   options: InstallPackOptions,
 ): Promise<InstallResult> {
-  const env = options.env ?? store.context.env;
+  const env = options.env ?? storeContext(store).env;
   const filled = {
     ...options,
     maxDownloadBytes: options.maxDownloadBytes ?? 1024 * 1024 * 1024,

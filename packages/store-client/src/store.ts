@@ -5,6 +5,7 @@ import { packwardenHome, parseStrictJson, readPackwardenEnv } from '@packwarden/
 import { readCachedIndex, writeCachedIndex } from './cache.js';
 import { abortError, StoreError } from './errors.js';
 import { readBounded, request, statusError, type FetchLike } from './http.js';
+import { attachStoreContext, type StoreContext } from './store-context.js';
 import {
   AgentHippoArtifactSchema,
   describeZodError,
@@ -86,15 +87,6 @@ export interface ResolvedArtifact {
   source: ArtifactSource;
 }
 
-export interface StoreContext {
-  fetch: FetchLike;
-  env: Env;
-  cacheDir: string | undefined;
-  timeoutMs: number;
-  githubToken?: { value: string; origin: string };
-  signal: AbortSignal | undefined;
-}
-
 export interface Store {
   kind: StoreKind;
   /** The index document's URL. */
@@ -106,8 +98,6 @@ export interface Store {
   info(ref: ArtifactRef): StoreArtifact | undefined;
   /** Where `ref` (its version, else the latest) is downloaded from. Throws `ERR_ARTIFACT_NOT_FOUND` / `ERR_VERSION_NOT_FOUND`. */
   resolve(ref: ArtifactRef): ResolvedArtifact;
-  /** What downloads use: fetch, cache folder, token, timeouts. */
-  readonly context: StoreContext;
 }
 
 export interface OpenStoreOptions {
@@ -237,9 +227,11 @@ class StoreImpl implements Store {
   constructor(
     readonly kind: StoreKind,
     readonly url: string,
-    readonly context: StoreContext,
+    context: StoreContext,
     private readonly github: { api: URL; owner: string; repo: string } | undefined,
-  ) {}
+  ) {
+    attachStoreContext(this, context);
+  }
 
   addRow(row: StaticRow): void {
     this.rows.push(row);
