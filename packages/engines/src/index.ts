@@ -1,4 +1,4 @@
-export { EngineError } from './errors.js';
+export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 
 export { BUILT_IN_ENGINES, loadPackEngine } from './load-pack-engine.js';

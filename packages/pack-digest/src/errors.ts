@@ -42,6 +42,14 @@ export interface PackDigestErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 export class PackDigestError extends Error {
   override readonly name = 'PackDigestError';
   readonly code: PackDigestErrorCode;
@@ -53,9 +61,15 @@ export class PackDigestError extends Error {
     this.code = code;
     this.path = options.path;
     this.fileType = options.fileType;
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'PackDigestError' });
   }
 }
 
+/** True for a `PackDigestError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
 export function isPackDigestError(value: unknown): value is PackDigestError {
-  return value instanceof PackDigestError;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'PackDigestError'
+  );
 }

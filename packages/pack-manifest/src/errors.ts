@@ -67,6 +67,14 @@ export interface PackManifestErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 export class PackManifestError extends Error {
   override readonly name = 'PackManifestError';
   readonly code: PackManifestErrorCode;
@@ -82,11 +90,17 @@ export class PackManifestError extends Error {
     this.code = code;
     this.file = options.file;
     this.issues = options.issues ?? [];
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'PackManifestError' });
   }
 }
 
+/** True for a `PackManifestError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
 export function isPackManifestError(value: unknown): value is PackManifestError {
-  return value instanceof PackManifestError;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'PackManifestError'
+  );
 }
 
 /** `file:line:column field: message`, the way compilers print it. */

@@ -49,6 +49,14 @@ export interface PackSignatureErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 export class PackSignatureError extends Error {
   override readonly name = 'PackSignatureError';
   readonly code: PackSignatureErrorCode;
@@ -60,9 +68,15 @@ export class PackSignatureError extends Error {
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'PackSignatureError' });
   }
 }
 
+/** True for a `PackSignatureError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
 export function isPackSignatureError(value: unknown): value is PackSignatureError {
-  return value instanceof PackSignatureError;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'PackSignatureError'
+  );
 }

@@ -1,4 +1,4 @@
-export { RunnerHostError } from './errors.js';
+export { RunnerHostError, isRunnerHostError } from './errors.js';
 export type { RunnerHostErrorCode } from './errors.js';
 
 // The frames' zod schemas and the JSON Schema are in `@packwarden/runner-host/protocol`.

@@ -55,6 +55,14 @@ export interface SandboxErrorOptions {
   verification?: PackVerification;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 /** The one error class of `@packwarden/sandbox`; branch on `code`, never on `message`. */
 export class SandboxError extends Error {
   override readonly name = 'SandboxError';
@@ -65,9 +73,15 @@ export class SandboxError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.verification = options.verification;
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'SandboxError' });
   }
 }
 
-export function isSandboxError(error: unknown): error is SandboxError {
-  return error instanceof SandboxError;
+/** True for a `SandboxError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
+export function isSandboxError(value: unknown): value is SandboxError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'SandboxError'
+  );
 }

@@ -135,8 +135,13 @@ export type StoreErrorCode =
   | 'ERR_PACK_IDENTITY_MISMATCH'
   /** An engine archive has no valid `engine.manifest.json` (Custom Engine V2), or holds a root `pack.sig`. */
   | 'ERR_ENGINE_INVALID'
-  /** The pack digest (or the `pack.sig`; of an engine: its digest or `engine.sig`) differs from the index's. */
+  /** The pack digest (of an engine: its digest) differs from the one the static index lists. */
   | 'ERR_PACK_DIGEST_MISMATCH'
+  /**
+   * The `pack.sig` in the archive (of an engine: its `engine.sig`) is missing or differs from the
+   * one the static index lists.
+   */
+  | 'ERR_PACK_SIGNATURE_MISMATCH'
   /**
    * Signatures required and the result is not `verified`, or a trust root given and the `pack.sig`
    * does not verify; `error.verification` holds the result.
@@ -176,6 +181,14 @@ export interface StoreErrorOptions {
   verification?: unknown;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 export class StoreError extends Error {
   override readonly name = 'StoreError';
   readonly code: StoreErrorCode;
@@ -187,11 +200,17 @@ export class StoreError extends Error {
     this.code = code;
     this.subject = options.subject;
     this.verification = options.verification;
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'StoreError' });
   }
 }
 
+/** True for a `StoreError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
 export function isStoreError(value: unknown): value is StoreError {
-  return value instanceof StoreError;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'StoreError'
+  );
 }
 
 export function abortError(signal: AbortSignal | undefined): StoreError {

@@ -612,7 +612,7 @@ async function installSteps(
         );
         if (sig?.trim() !== resolved.source.signature.trim()) {
           throw new StoreError(
-            'ERR_PACK_DIGEST_MISMATCH',
+            'ERR_PACK_SIGNATURE_MISMATCH',
             `the engine.sig in the archive differs from the one the index lists`,
           );
         }
@@ -756,7 +756,7 @@ async function installSteps(
         );
         if (sig?.trim() !== resolved.source.signature.trim()) {
           throw new StoreError(
-            'ERR_PACK_DIGEST_MISMATCH',
+            'ERR_PACK_SIGNATURE_MISMATCH',
             `the pack.sig in the archive differs from the one the index lists`,
           );
         }

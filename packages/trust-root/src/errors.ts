@@ -51,6 +51,14 @@ export interface TrustRootErrorOptions {
   readonly retryable?: boolean;
 }
 
+/**
+ * The brand of every packwarden error: its class name under a `Symbol.for` key, set in the
+ * constructor and not enumerable. `Symbol.for` gives the same symbol to every copy of every
+ * packwarden package in the process (even in another `vm` context), so the guard below recognises
+ * an error from another installed copy of this package, where `instanceof` cannot.
+ */
+const PACKWARDEN_ERROR = Symbol.for('packwarden.error');
+
 export class TrustRootError extends Error {
   override readonly name = 'TrustRootError';
   readonly code: TrustRootErrorCode;
@@ -60,5 +68,15 @@ export class TrustRootError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
+    Object.defineProperty(this, PACKWARDEN_ERROR, { value: 'TrustRootError' });
   }
+}
+
+/** True for a `TrustRootError` from this copy of the package or from any other (see `PACKWARDEN_ERROR`). */
+export function isTrustRootError(value: unknown): value is TrustRootError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [PACKWARDEN_ERROR]?: unknown })[PACKWARDEN_ERROR] === 'TrustRootError'
+  );
 }

@@ -15,7 +15,7 @@ export { parsePins } from './pins.js';
 export { agentHippoAlias, TRUST_ROOT_ENV } from './env.js';
 export type { EnvLike, TrustRootEnvName } from './env.js';
 export { TRUST_ROOT_LIMITS } from './limits.js';
-export { TrustRootError } from './errors.js';
+export { TrustRootError, isTrustRootError } from './errors.js';
 export type { TrustRootErrorCode, TrustRootErrorOptions } from './errors.js';
 export type { FetchLike } from './jwks-fetch.js';
 export type {
