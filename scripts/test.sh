@@ -16,6 +16,9 @@ step() {
 step typecheck pnpm -s typecheck
 step lint pnpm -s exec eslint .
 step format pnpm -s exec prettier --check . --log-level warn
+# A changeset that bumps a library the CLI bundles must bump `packwarden` too (the check tests
+# itself on fixtures first).
+step changesets sh -c 'node scripts/check-changesets.mjs --self-test && node scripts/check-changesets.mjs'
 step build pnpm -s build
 step packaging pnpm -s check:packaging
 # The packages as consumers install them: packed tarballs in a fresh project outside the
