@@ -109,7 +109,15 @@ export function verdict(ratio, target) {
  * are bundled alike.
  */
 export async function buildAt(ref, { cli = false, packages = [], overlay = [] } = {}) {
-  const { mkdtempSync, readdirSync, readFileSync, cpSync, realpathSync } = await import('node:fs');
+  const {
+    mkdtempSync,
+    readdirSync,
+    readFileSync,
+    cpSync,
+    realpathSync,
+    symlinkSync,
+    writeFileSync,
+  } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { createRequire } = await import('node:module');
   // esbuild is tsup's dependency; pnpm links it beside tsup's real folder only.
@@ -181,15 +189,58 @@ export async function buildAt(ref, { cli = false, packages = [], overlay = [] } 
   }
   let bin;
   if (cli) {
-    // The CLI reads its version from ../package.json next to its dist folder.
-    const app = join(dir, 'cli');
-    cpSync(join(sources, 'apps', 'cli', 'package.json'), join(app, 'package.json'));
-    await esbuild.build({
-      ...common,
-      entryPoints: [join(sources, 'apps', 'cli', 'src', 'bin.ts')],
-      outdir: join(app, 'dist'),
-      splitting: true,
-    });
+    // The CLI is built by its own tsup config (at `ref`), as `pnpm build` does: since issue 14 the
+    // build is more than one bundle (dist/cli.cjs and its V8 code cache). The config runs in a
+    // copy of the tree whose node_modules repeat the checkout's symlinks: pnpm's links are
+    // relative, so `@packwarden/*` resolve to the copy's sources and the rest to this checkout.
+    const tree = join(dir, 'tree');
+    const parts = ['packages', 'apps/cli', 'examples', 'tsconfig.base.json'];
+    const skip = (path) => !/\/(node_modules|dist)$/.test(path);
+    for (const part of parts) {
+      const from = ref === 'worktree' ? join(repoRoot, part) : join(sources, part);
+      if (ref !== 'worktree' && part !== 'packages' && part !== 'apps/cli')
+        execFileSync(
+          'sh',
+          ['-c', `git archive "$1" "$2" | tar -x -C "$3"`, 'sh', ref, part, sources],
+          {
+            cwd: repoRoot,
+          },
+        );
+      cpSync(from, join(tree, part), { recursive: true, filter: skip });
+    }
+    for (const name of overlay) {
+      cpSync(join(repoRoot, 'packages', name, 'src'), join(tree, 'packages', name, 'src'), {
+        recursive: true,
+      });
+    }
+    const modules = [
+      'apps/cli',
+      ...readdirSync(join(tree, 'packages')).map((n) => `packages/${n}`),
+    ];
+    for (const folder of modules) {
+      const from = join(repoRoot, folder, 'node_modules');
+      if (existsSync(from))
+        cpSync(from, join(tree, folder, 'node_modules'), {
+          recursive: true,
+          verbatimSymlinks: true,
+          filter: (path) => !/\/\.vite(-temp)?$/.test(path),
+        });
+    }
+    symlinkSync(join(repoRoot, 'node_modules'), join(tree, 'node_modules'));
+    const app = join(tree, 'apps', 'cli');
+    // Declarations are not what a bench measures (and take longer than the bundles).
+    writeFileSync(
+      join(app, 'tsup.bench.config.ts'),
+      "import config from './tsup.config.ts';\nexport default { ...config, dts: false };\n",
+    );
+    execFileSync(
+      join(repoRoot, 'node_modules', '.bin', 'tsup'),
+      ['--config', 'tsup.bench.config.ts', '--silent'],
+      {
+        cwd: app,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
     bin = join(app, 'dist', 'bin.js');
   }
   return { dir, cliBin: bin, lib: (name) => join(dir, 'lib', name, 'index.js') };

@@ -1,6 +1,14 @@
 #!/usr/bin/env node
-import { processIo } from './io.js';
-import { run } from './program.js';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { Script } from 'node:vm';
+import { crc32 } from 'node:zlib';
+import type * as Cli from './index.js';
+
+// Set by tsup.config.ts, which makes dist/cli.cjs and its code cache with the same values.
+declare const __PACKWARDEN_BUNDLE_WRAPPER__: { head: string; tail: string };
+declare const __PACKWARDEN_CACHE_MAGIC__: string;
 
 // A reader that closed early (`packwarden … | head`) is not an error worth a stack trace.
 for (const stream of [process.stdout, process.stderr]) {
@@ -18,4 +26,65 @@ for (const stream of [process.stdout, process.stderr]) {
 const zodGlobal = globalThis as { __zod_globalConfig?: Record<string, unknown> };
 zodGlobal.__zod_globalConfig = { ...zodGlobal.__zod_globalConfig, jitless: true };
 
+/**
+ * The program is one CommonJS bundle, `dist/cli.cjs`, compiled here with the V8 code cache the
+ * build made from it (`dist/cli.cjs.cache`): V8 then skips parsing and compiling what the cache
+ * holds, which was most of a cold `pack verify` (bench/README.md, "CLI start-up"). Node 20 has no
+ * compile cache for ES modules, hence CommonJS and `vm.Script`.
+ *
+ * The cache is only ever read: it ships in the package next to the code, as trusted as the code,
+ * and is never written at run time. It is used only when its header names this bundle's build
+ * id; V8 itself refuses one made by another V8 version or under other flags
+ * (`script.cachedDataRejected`). Without a usable cache the bundle compiles as usual: slower,
+ * same behaviour.
+ */
+function loadProgram(): typeof Cli {
+  const bundle = new URL('./cli.cjs', import.meta.url);
+  const filename = fileURLToPath(bundle);
+  // esbuild writes ASCII only (non-ASCII characters are escaped), so latin1 decodes it exactly
+  // and more cheaply than UTF-8.
+  const source = readFileSync(filename, 'latin1');
+  const script = new Script(
+    __PACKWARDEN_BUNDLE_WRAPPER__.head + source + __PACKWARDEN_BUNDLE_WRAPPER__.tail,
+    { filename, cachedData: readCodeCache(new URL('./cli.cjs.cache', import.meta.url), source) },
+  );
+  const module = { exports: {} as typeof Cli };
+  (script.runInThisContext() as (...args: unknown[]) => void)(
+    module.exports,
+    createRequire(filename),
+    module,
+    filename,
+    fileURLToPath(new URL('.', bundle)),
+    bundle.href,
+    (specifier: string) => import.meta.resolve(specifier),
+    (specifier: string) => import(specifier),
+  );
+  return module.exports;
+}
+
+/**
+ * The V8 data of `cache` when its header names the build id at the end of `source` and the data
+ * has the CRC-32 the header states. V8 checks only that the data fits its version, flags and the
+ * source's length: it runs damaged data (a torn copy, a flipped bit) and crashes, so a cache that
+ * was not written whole by the build is never handed to it.
+ */
+function readCodeCache(cache: URL, source: string): Buffer | undefined {
+  const buildId = /packwardenBuild=([0-9a-f]{64})\n$/.exec(source.slice(-100))?.[1];
+  if (buildId === undefined) return undefined;
+  let file: Buffer;
+  try {
+    file = readFileSync(cache);
+  } catch {
+    return undefined;
+  }
+  const newline = file.indexOf(10);
+  const header = /^(\S+) ([0-9a-f]{64}) ([0-9a-f]{8})$/.exec(
+    file.toString('latin1', 0, newline === -1 || newline > 200 ? 0 : newline),
+  );
+  if (header?.[1] !== __PACKWARDEN_CACHE_MAGIC__ || header[2] !== buildId) return undefined;
+  const data = file.subarray(newline + 1);
+  return crc32(data) === Number.parseInt(header[3]!, 16) ? data : undefined;
+}
+
+const { run, processIo } = loadProgram();
 process.exitCode = await run(process.argv.slice(2), processIo());
