@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { FrameWriter, readFrames, type DecodeError, type InputBudget } from './codec.js';
-import type { EngineEmitter, EngineRunOptions, RunnerEngine } from './engine.js';
+import type { EngineEmitter, RunnerEngine } from './engine.js';
+import { engineRunOptions } from './engine-options.js';
 import { RunnerHostError } from './errors.js';
+import { resolveHostConfig } from './host-config.js';
 import {
-  MAX_FRAME_BYTES,
   SUPPORTED_PROTOCOLS,
   parseDriverFrame,
-  requestedFileAccess,
   type Capabilities,
   type DriverFrame,
   type HelloFrame,
@@ -15,15 +15,9 @@ import {
   type PeerInfo,
   type RunFrame,
 } from './frames.js';
-import {
-  HOST_LIMITS,
-  capString,
-  frameSecrets,
-  nonNegative,
-  splitDelta,
-  toWireError,
-} from './host-limits.js';
+import { HOST_LIMITS, capString, frameSecrets, splitDelta, toWireError } from './host-limits.js';
 import { QuestionRegistry } from './question-registry.js';
+import { RunIdMemory } from './run-ids.js';
 import { createRunEmitter } from './run-emitter.js';
 import { DeltaRedactor, MAX_RUN_SECRETS, SecretSet, StreamScrubber } from './redactor.js';
 
@@ -120,9 +114,7 @@ export interface RunnerHost {
   done: Promise<RunnerHostExit>;
 }
 
-const DEFAULT_HOST: PeerInfo = { name: '@packwarden/runner-host' };
 const MAX_TEXT_FIELD = HOST_LIMITS.textFieldChars;
-const MAX_REMEMBERED_RUN_IDS = HOST_LIMITS.rememberedRunIds;
 
 interface ActiveRun {
   runId: string;
@@ -146,51 +138,25 @@ interface ActiveRun {
   markFinished: () => void;
 }
 
-const defaultTimers: HostTimers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
-
 /**
  * Serves the runner-host protocol on one channel (stdio, or one accepted socket connection).
  * Never throws after start and never prints: problems become frames and logger entries.
  */
 export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>): RunnerHost {
-  const engineList = [
-    ...(options.engine !== undefined ? [options.engine] : []),
-    ...(options.engines ?? []),
-  ];
-  if (engineList.length === 0) {
-    throw new RunnerHostError('ERR_INVALID_OPTIONS', 'startRunnerHost needs `engine` or `engines`');
-  }
-  const engines = new Map<string, RunnerEngine<TRuntime>>();
-  for (const engine of engineList) {
-    if (typeof engine.id !== 'string' || engine.id === '' || engines.has(engine.id)) {
-      throw new RunnerHostError(
-        'ERR_INVALID_OPTIONS',
-        `engine ids must be unique non-empty strings (got ${JSON.stringify(engine.id)})`,
-      );
-    }
-    engines.set(engine.id, engine);
-  }
-  const defaultEngine = engineList[0] as RunnerEngine<TRuntime>;
-  const cancelGraceMs = nonNegative(options.cancelGraceMs, 5000, 'cancelGraceMs');
-  const questionTimeoutMs = nonNegative(options.questionTimeoutMs, 300_000, 'questionTimeoutMs');
-  const maxPendingQuestions = nonNegative(options.maxPendingQuestions, 8, 'maxPendingQuestions');
-  const maxFrameBytes = nonNegative(options.maxFrameBytes, MAX_FRAME_BYTES, 'maxFrameBytes');
-  const highWaterBytes = nonNegative(
-    options.outputHighWaterBytes,
-    1024 * 1024,
-    'outputHighWaterBytes',
-  );
-  const maxBufferedOutputBytes = nonNegative(
-    options.maxBufferedOutputBytes,
-    32 * 1024 * 1024,
-    'maxBufferedOutputBytes',
-  );
-  const flushTimeoutMs = nonNegative(options.flushTimeoutMs, 30_000, 'flushTimeoutMs');
-  const timers = options.timers ?? defaultTimers;
-  const hostInfo = options.host ?? DEFAULT_HOST;
+  const {
+    engineList,
+    engines,
+    defaultEngine,
+    cancelGraceMs,
+    questionTimeoutMs,
+    maxPendingQuestions,
+    maxFrameBytes,
+    highWaterBytes,
+    maxBufferedOutputBytes,
+    flushTimeoutMs,
+    timers,
+    hostInfo,
+  } = resolveHostConfig(options);
   const secrets = options.secrets ?? new SecretSet();
   const hostSessionId = randomUUID();
 
@@ -198,7 +164,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   let driverCapabilities: Capabilities = {};
   let currentNativeSessionId = options.nativeSessionId;
   let activeRun: ActiveRun | undefined;
-  const rememberedRunIds = new Set<string>();
+  const runIds = new RunIdMemory();
   const maintenance = new Map<string, Promise<void>>();
   let resolveDone!: (exit: RunnerHostExit) => void;
   const done = new Promise<RunnerHostExit>((resolve) => {
@@ -378,43 +344,6 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }
   }
 
-  function engineOptions(frame: RunFrame, engineId: string): EngineRunOptions {
-    const base: Record<string, unknown> = { runId: frame.runId, engineId, hostSessionId };
-    const copy = (key: keyof RunFrame) => {
-      if (frame[key] !== undefined) base[key] = frame[key];
-    };
-    copy('modelId');
-    copy('sessionId');
-    // Engines get the contract's words only (README "File access"), never the wire's aliases.
-    const fileAccess = requestedFileAccess(frame);
-    if (fileAccess !== undefined) base.permissions = { fileAccess };
-    copy('workspaceRoot');
-    copy('additionalDirectories');
-    copy('baseUrl');
-    copy('analyticsUserId');
-    const nativeSessionId = frame.nativeSessionId ?? currentNativeSessionId;
-    if (nativeSessionId !== undefined) base.nativeSessionId = nativeSessionId;
-    const hidden = (key: string, value: unknown) =>
-      Object.defineProperty(base, key, {
-        value,
-        enumerable: false,
-        writable: false,
-        configurable: false,
-      });
-    if (frame.modelToken !== undefined) hidden('modelToken', frame.modelToken);
-    if (frame.turnEnv !== undefined) hidden('turnEnv', Object.freeze({ ...frame.turnEnv }));
-    if (frame.gatewaySessionKey !== undefined) hidden('gatewaySessionKey', frame.gatewaySessionKey);
-    return Object.freeze(base) as unknown as EngineRunOptions;
-  }
-
-  function rememberRunId(runId: string): void {
-    rememberedRunIds.add(runId);
-    if (rememberedRunIds.size > MAX_REMEMBERED_RUN_IDS) {
-      const oldest = rememberedRunIds.values().next().value;
-      if (oldest !== undefined) rememberedRunIds.delete(oldest);
-    }
-  }
-
   /**
    * Learns the secrets of a `run` frame that will not run (rejected, invalid): remembered, not
    * pinned. A frame over the limit only gets its two named secrets learned; it is refused
@@ -432,8 +361,8 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     const runSecrets = frameSecrets(frame);
     if (runSecrets.length > MAX_RUN_SECRETS) {
       rememberFrameSecrets(frame);
-      if (rememberedRunIds.has(frame.runId)) return;
-      rememberRunId(frame.runId);
+      if (runIds.has(frame.runId)) return;
+      runIds.remember(frame.runId);
       rejectRun(
         frame.runId,
         'too_many_secrets',
@@ -442,11 +371,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       );
       return;
     }
-    if (
-      state === 'awaiting_hello' ||
-      rememberedRunIds.has(frame.runId) ||
-      activeRun !== undefined
-    ) {
+    if (state === 'awaiting_hello' || runIds.has(frame.runId) || activeRun !== undefined) {
       // Learned before anything else so that even a rejection cannot echo them.
       rememberFrameSecrets(frame);
     }
@@ -454,7 +379,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       rejectRun(frame.runId, 'not_initialized', 'send "hello" before "run"', false);
       return;
     }
-    if (rememberedRunIds.has(frame.runId)) {
+    if (runIds.has(frame.runId)) {
       log(
         'warn',
         `runId ${frame.runId} was already used; frame ignored`,
@@ -464,7 +389,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       return;
     }
     if (activeRun !== undefined) {
-      rememberRunId(frame.runId);
+      runIds.remember(frame.runId);
       rejectRun(
         frame.runId,
         'busy',
@@ -476,7 +401,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     const engine = frame.engineId === undefined ? defaultEngine : engines.get(frame.engineId);
     if (engine === undefined) {
       rememberFrameSecrets(frame);
-      rememberRunId(frame.runId);
+      runIds.remember(frame.runId);
       rejectRun(
         frame.runId,
         'unknown_engine',
@@ -485,7 +410,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       );
       return;
     }
-    rememberRunId(frame.runId);
+    runIds.remember(frame.runId);
     let markFinished!: () => void;
     const finished = new Promise<void>((resolve) => {
       markFinished = resolve;
@@ -511,7 +436,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     };
     activeRun = run;
     runEvent(run, { type: 'accepted', engineId: engine.id });
-    const runOptions = engineOptions(frame, engine.id);
+    const runOptions = engineRunOptions(frame, engine.id, hostSessionId, currentNativeSessionId);
     const emitter = makeEmitter(run);
     const pendingMaintenance = maintenance.get(engine.id) ?? Promise.resolve();
     void pendingMaintenance
@@ -582,7 +507,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
           log('warn', 'send "hello" first; frame ignored', 'not_initialized', frame.runId);
         } else if (activeRun?.runId === frame.runId) {
           stopRun(activeRun, 'cancel');
-        } else if (!rememberedRunIds.has(frame.runId)) {
+        } else if (!runIds.has(frame.runId)) {
           log('warn', `no run ${frame.runId}; cancel ignored`, 'unknown_run', frame.runId);
         }
         return;
@@ -601,14 +526,9 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     if (parsed.kind === 'unknown') return;
     if (parsed.kind === 'invalid') {
       const runId = typeof value.runId === 'string' ? value.runId.slice(0, 256) : undefined;
-      if (
-        parsed.type === 'run' &&
-        runId !== undefined &&
-        runId !== '' &&
-        !rememberedRunIds.has(runId)
-      ) {
+      if (parsed.type === 'run' && runId !== undefined && runId !== '' && !runIds.has(runId)) {
         rememberFrameSecrets(value);
-        rememberRunId(runId);
+        runIds.remember(runId);
         rejectRun(runId, 'invalid_frame', `invalid "run" frame: ${parsed.issues}`, false);
       } else {
         log(
