@@ -1,13 +1,15 @@
-import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { close, constants as fsConstants, fchmod, mkdir as mkdirCb, open, write } from 'node:fs';
-import { chmod, mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { chmod, rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { checkArchivePath, foldName } from './archive-path.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
+import { isEmptyOrMissingDir, makeStagingDir, promoteStaging, removeTree } from './staging.js';
 import { inflateGzip } from './gunzip.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
 import { PathRegistry } from './path-registry.js';
+import { archivePathMapper, refuseEntryType } from './entry-policy.js';
 import { TarReader, type TarEntry, type TarEvent } from './tar-reader.js';
 
 export interface ExtractOptions {
@@ -186,7 +188,6 @@ export async function extractInto(
   let directories = 0;
   let bytes = 0;
   let matched = false;
-  let topFolder: string | undefined;
   let lastProgress = 0;
 
   // The file being read: small ones are gathered and written by a background task, big ones
@@ -255,69 +256,7 @@ export async function extractInto(
     }
   };
 
-  const relativeFor = (path: string): string | undefined => {
-    let rest = path;
-    if (prepared.stripTopFolder) {
-      const slash = rest.indexOf('/');
-      const top = slash < 0 ? rest : rest.slice(0, slash);
-      if (topFolder === undefined) topFolder = top;
-      else if (top !== topFolder) {
-        throw new StoreError(
-          'ERR_ARCHIVE_PATH_UNSAFE',
-          `entry ${JSON.stringify(path.slice(0, 300))} is outside the archive's single top folder`,
-          { subject: path },
-        );
-      }
-      if (slash < 0) return '';
-      rest = rest.slice(slash + 1);
-    }
-    const prefix = prepared.stripPrefix;
-    if (prefix === undefined) return rest;
-    if (rest === prefix || rest === `${prefix}/`) return '';
-    if (rest.startsWith(`${prefix}/`)) return rest.slice(prefix.length + 1);
-    return undefined;
-  };
-
-  const refuseType = (entry: TarEntry): void => {
-    const where = JSON.stringify(entry.path.slice(0, 300));
-    switch (entry.type) {
-      case 'file':
-        if (entry.linkname === undefined) return;
-        throw new StoreError(
-          'ERR_ARCHIVE_LINK',
-          `a file carrying a link target is refused: ${where}`,
-          { subject: entry.path },
-        );
-      case 'directory':
-        return;
-      case 'symlink':
-      case 'hardlink':
-        throw new StoreError(
-          'ERR_ARCHIVE_LINK',
-          `${entry.type === 'symlink' ? 'symbolic' : 'hard'} links are refused: ${where} -> ${JSON.stringify((entry.linkname ?? '').slice(0, 300))}`,
-          { subject: entry.path },
-        );
-      case 'character-device':
-      case 'block-device':
-        throw new StoreError('ERR_ARCHIVE_ENTRY_TYPE', `device files are refused: ${where}`, {
-          subject: entry.path,
-        });
-      case 'fifo':
-        throw new StoreError('ERR_ARCHIVE_ENTRY_TYPE', `FIFOs are refused: ${where}`, {
-          subject: entry.path,
-        });
-      case 'sparse':
-        throw new StoreError('ERR_ARCHIVE_ENTRY_TYPE', `sparse files are refused: ${where}`, {
-          subject: entry.path,
-        });
-      default:
-        throw new StoreError(
-          'ERR_ARCHIVE_ENTRY_TYPE',
-          `entry type ${JSON.stringify(entry.typeflag)} is refused (only regular files and directories): ${where}`,
-          { subject: entry.path },
-        );
-    }
-  };
+  const mapPath = archivePathMapper(prepared);
 
   const onEntry = async (entry: TarEntry): Promise<void> => {
     if (++scanned > limits.maxScannedEntries) {
@@ -326,13 +265,13 @@ export async function extractInto(
         `more than ${limits.maxScannedEntries} entries in the archive`,
       );
     }
-    const relative = relativeFor(entry.path);
+    const relative = mapPath(entry.path);
     if (relative === undefined) {
       current = { skip: true };
       return;
     }
     matched = true;
-    refuseType(entry);
+    refuseEntryType(entry);
     const segments = checkArchivePath(relative === '' ? '.' : relative, limits);
     if (segments.length === 0) {
       if (entry.type === 'file') {
@@ -530,49 +469,6 @@ export async function extractInto(
   return result;
 }
 
-/** A fresh, private staging folder next to `target` (so that the final rename stays on one filesystem). */
-export async function makeStagingDir(parent: string, prefix: string): Promise<string> {
-  await mkdir(parent, { recursive: true });
-  const path = join(parent, `${prefix}${randomBytes(6).toString('hex')}`);
-  await mkdir(path, { mode: 0o700 });
-  return path;
-}
-
-export async function isEmptyOrMissingDir(path: string): Promise<boolean> {
-  try {
-    return (await readdir(path)).length === 0;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return true;
-    if (code === 'ENOTDIR') return false;
-    throw error;
-  }
-}
-
-/** Swaps `staging` into `target`; a previous `target` is moved aside first and removed after. */
-export async function promoteStaging(
-  staging: string,
-  target: string,
-): Promise<{ replaced: boolean }> {
-  await chmod(staging, 0o755);
-  const aside = join(dirname(target), `.${basename(target)}.old-${randomBytes(6).toString('hex')}`);
-  let replaced = false;
-  try {
-    await rename(target, aside);
-    replaced = true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  try {
-    await rename(staging, target);
-  } catch (error) {
-    if (replaced) await rename(aside, target).catch(() => undefined);
-    throw error;
-  }
-  if (replaced) await rm(aside, { recursive: true, force: true });
-  return { replaced };
-}
-
 /**
  * Extracts a .tar.gz into `dest` atomically: into a staging folder next to it, which replaces
  * `dest` only once the whole archive has been read and judged. `dest` must be missing or empty
@@ -604,11 +500,4 @@ export async function extractArchive(
     await removeTree(staging);
     throw error;
   }
-}
-
-/** Removes a folder this package created, retrying the transient errors; never throws. */
-export async function removeTree(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true, maxRetries: 3, retryDelay: 20 }).catch(
-    () => undefined,
-  );
 }

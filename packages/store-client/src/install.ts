@@ -1,9 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import {
   compareManifestPaths,
   digestManifest,
@@ -11,28 +7,27 @@ import {
 } from '@packwarden/pack-digest';
 import {
   CURRENT_FILE,
-  isSemver,
   loadPackManifest,
   packwardenHome,
   readPackwardenFlag,
 } from '@packwarden/pack-manifest';
 import type { EngineVerification, KeySelector, PackVerification } from '@packwarden/pack-signature';
-import { archiveCachePath, writeFileAtomic } from './cache.js';
+import { writeFileAtomic } from './cache.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
-import {
-  extractInto,
-  isEmptyOrMissingDir,
-  makeStagingDir,
-  promoteStaging,
-  removeTree,
-  type ExtractResult,
-} from './extract.js';
-import { bodyStream, request, statusError, type FetchedResponse } from './http.js';
+import { extractInto, type ExtractResult } from './extract.js';
 import type { ExtractLimits } from './limits.js';
 import { acquireLock } from './lock.js';
 import type { ArtifactRef } from './refs.js';
-import { compareSemver } from './semver.js';
-import type { Env, ResolvedArtifact, Store } from './store.js';
+import { openArchive } from './sources/index.js';
+import {
+  isEmptyOrMissingDir,
+  makeStagingDir,
+  promoteStaging,
+  recoverLeftovers,
+  refuseDowngrade,
+  removeTree,
+} from './staging.js';
+import type { Env, Store } from './store.js';
 import { storeContext } from './store-context.js';
 
 export type InstallPhase = 'download' | 'extract' | 'verify' | 'install';
@@ -100,346 +95,6 @@ export interface InstallResult {
   archiveSha256: string;
   /** The git commit of an AgentHippo tarball (its global PAX comment). */
   commit?: string;
-}
-
-/** Hashes and counts what passes; optionally writes it to a cache file; checks size and hash at the end. */
-class ArchiveMeter extends Transform {
-  private readonly hash = createHash('sha256');
-  bytes = 0;
-  sha256 = '';
-
-  constructor(
-    private readonly expected: { size?: number; sha256?: string; maxBytes: number },
-    private readonly onBytes: (bytes: number) => void,
-    private readonly sink?: WriteStream,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _e: BufferEncoding, callback: TransformCallback): void {
-    this.bytes += chunk.length;
-    const limit = this.expected.size ?? this.expected.maxBytes;
-    if (this.bytes > limit) {
-      return callback(
-        this.expected.size !== undefined
-          ? new StoreError(
-              'ERR_DOWNLOAD_SIZE_MISMATCH',
-              `the archive is larger than the ${limit} bytes the index states`,
-            )
-          : new StoreError('ERR_DOWNLOAD_TOO_LARGE', `the archive is larger than ${limit} bytes`),
-      );
-    }
-    this.hash.update(chunk);
-    this.onBytes(this.bytes);
-    const sink = this.sink;
-    // The cache copy is best effort: a failing sink is dropped, never waited on.
-    if (sink && !sink.destroyed && !sink.write(chunk)) {
-      const resume = () => {
-        sink.off('drain', resume);
-        sink.off('close', resume);
-        callback(null, chunk);
-      };
-      sink.once('drain', resume);
-      sink.once('close', resume);
-      return;
-    }
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.sha256 = this.hash.digest('hex');
-    if (this.expected.size !== undefined && this.bytes !== this.expected.size) {
-      return callback(
-        new StoreError(
-          'ERR_DOWNLOAD_SIZE_MISMATCH',
-          `the archive has ${this.bytes} bytes, the index states ${this.expected.size}`,
-        ),
-      );
-    }
-    if (this.expected.sha256 !== undefined && this.sha256 !== this.expected.sha256) {
-      return callback(
-        new StoreError(
-          'ERR_DOWNLOAD_INTEGRITY',
-          `the archive's SHA-256 is ${this.sha256}, the index states ${this.expected.sha256}`,
-        ),
-      );
-    }
-    callback();
-  }
-}
-
-interface Opened {
-  stream: Readable;
-  meter: ArchiveMeter;
-  /** Called after a successful extraction: keeps the cached copy. */
-  commit: () => Promise<void>;
-  discard: () => Promise<void>;
-  fromCache: boolean;
-}
-
-async function sha256File(path: string): Promise<string | undefined> {
-  try {
-    const hash = createHash('sha256');
-    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-    return hash.digest('hex');
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * `from` → `to`, wired in the same tick the streams are created: an error or an early close of
- * either tears both down, and an error raised before anyone reads `to` is kept on it (its
- * reader sees it) instead of being an unhandled `error` event that kills the process (issue 9.4).
- */
-function forward(from: Readable, to: ArchiveMeter): ArchiveMeter {
-  to.on('error', () => undefined);
-  pipeline(from, to, () => undefined);
-  return to;
-}
-
-/**
- * `fetch` decodes a `Content-Encoding` on its own, so an encoded archive would reach the meter
- * as other bytes than the index's `size` and `sha256` describe: refused before reading it.
- */
-function refuseContentEncoding(fetched: FetchedResponse): void {
-  const encoding = fetched.response.headers.get('content-encoding')?.trim().toLowerCase();
-  if (encoding === undefined || encoding === '' || encoding === 'identity') return;
-  fetched.controller.abort();
-  throw new StoreError(
-    'ERR_DOWNLOAD_CONTENT_ENCODING',
-    `${fetched.url.href} was served with Content-Encoding: ${encoding.slice(0, 40)}; archives must be served as stored (no Content-Encoding)`,
-    { subject: fetched.url.href },
-  );
-}
-
-/** Asked of every archive server: the bytes as stored, which the index's size and hash describe. */
-const IDENTITY = { 'accept-encoding': 'identity' };
-
-async function openArchive(
-  store: Store,
-  resolved: ResolvedArtifact,
-  options: Required<Pick<InstallPackOptions, 'maxDownloadBytes' | 'idleTimeoutMs'>> &
-    InstallPackOptions,
-  useCache: boolean,
-): Promise<Opened> {
-  const ctx = storeContext(store);
-  const source = resolved.source;
-  const signal = options.signal;
-  const report = (bytes: number, total?: number) =>
-    options.onProgress?.(
-      total === undefined ? { phase: 'download', bytes } : { phase: 'download', bytes, total },
-    );
-  const nothing = (): Promise<void> => Promise.resolve();
-  if (source.kind === 'static' || source.kind === 'archive-file') {
-    const expected = { size: source.size, sha256: source.sha256, maxBytes: source.size };
-    if (source.url.protocol === 'file:' || source.kind === 'archive-file') {
-      const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
-      const stream = createReadStream(fileURLToPath(source.url), { highWaterMark: 64 * 1024 });
-      stream.on('error', (error) =>
-        meter.destroy(
-          new StoreError('ERR_STORE_FETCH', `cannot read ${source.url.href}: ${error.message}`, {
-            cause: error,
-          }),
-        ),
-      );
-      return {
-        stream: forward(stream, meter),
-        meter,
-        commit: nothing,
-        discard: nothing,
-        fromCache: false,
-      };
-    }
-    const cached = ctx.cacheDir ? archiveCachePath(ctx.cacheDir, source.sha256) : undefined;
-    if (cached && useCache) {
-      const info = await stat(cached).catch(() => undefined);
-      // Verified before use: a cache entry whose bytes no longer match its name is dropped.
-      if (
-        info?.isFile() &&
-        info.size === source.size &&
-        (await sha256File(cached)) !== source.sha256
-      ) {
-        await rm(cached, { force: true });
-      } else if (info?.isFile() && info.size === source.size) {
-        const meter = new ArchiveMeter(expected, (b) => report(b, source.size));
-        const stream = createReadStream(cached, { highWaterMark: 64 * 1024 });
-        return {
-          stream: forward(stream, meter),
-          meter,
-          commit: nothing,
-          discard: async () => {
-            await rm(cached, { force: true });
-          },
-          fromCache: true,
-        };
-      }
-    }
-    const fetched = await request(source.url, {
-      fetch: ctx.fetch,
-      headers: IDENTITY,
-      redirects: 'same-origin',
-      timeoutMs: ctx.timeoutMs,
-      ...(signal ? { signal } : {}),
-    });
-    if (!fetched.response.ok) {
-      await fetched.response.body?.cancel().catch(() => undefined);
-      throw statusError(fetched.url, fetched.response.status, 'the archive');
-    }
-    refuseContentEncoding(fetched);
-    // Everything asynchronous happens before the body starts to flow: from bodyStream() on, the
-    // streams are wired in one tick.
-    let temp: string | undefined;
-    if (cached) {
-      try {
-        await mkdir(dirname(cached), { recursive: true });
-        temp = `${cached}.tmp-${randomBytes(6).toString('hex')}`;
-      } catch {
-        temp = undefined;
-      }
-    }
-    const body = bodyStream(fetched, {
-      maxBytes: source.size,
-      idleTimeoutMs: options.idleTimeoutMs,
-      tooLarge: () =>
-        new StoreError(
-          'ERR_DOWNLOAD_SIZE_MISMATCH',
-          `the archive is larger than the ${source.size} bytes the index states`,
-        ),
-      ...(signal ? { signal } : {}),
-    });
-    let sink: WriteStream | undefined;
-    let sinkFailed = false;
-    if (temp) {
-      sink = createWriteStream(temp, { flags: 'wx', mode: 0o644 });
-      sink.on('error', () => {
-        sinkFailed = true;
-      });
-    }
-    const meter = new ArchiveMeter(expected, (b) => report(b, source.size), sink);
-    const closeSink = () =>
-      new Promise<void>((r) => {
-        if (!sink || sink.destroyed) return r();
-        sink.once('error', () => r());
-        sink.end(() => r());
-      });
-    return {
-      stream: forward(body, meter),
-      meter,
-      commit: async () => {
-        await closeSink();
-        if (!temp || !cached) return;
-        if (sinkFailed || meter.bytes !== source.size) await rm(temp, { force: true });
-        else await rename(temp, cached).catch(() => rm(temp!, { force: true }));
-      },
-      discard: async () => {
-        await closeSink();
-        if (temp) await rm(temp, { force: true });
-      },
-      fromCache: false,
-    };
-  }
-  const fetched = await request(source.url, {
-    fetch: ctx.fetch,
-    headers: {
-      accept: 'application/vnd.github+json',
-      'x-github-api-version': '2022-11-28',
-      ...IDENTITY,
-    },
-    redirects: 'any',
-    timeoutMs: ctx.timeoutMs,
-    ...(ctx.githubToken ? { token: ctx.githubToken } : {}),
-    ...(signal ? { signal } : {}),
-  });
-  if (!fetched.response.ok) {
-    await fetched.response.body?.cancel().catch(() => undefined);
-    throw statusError(fetched.url, fetched.response.status, `the tarball of tag ${source.tag}`);
-  }
-  refuseContentEncoding(fetched);
-  const body = bodyStream(fetched, {
-    maxBytes: options.maxDownloadBytes,
-    idleTimeoutMs: options.idleTimeoutMs,
-    tooLarge: () =>
-      new StoreError(
-        'ERR_DOWNLOAD_TOO_LARGE',
-        `the tarball is larger than ${options.maxDownloadBytes} bytes`,
-      ),
-    ...(signal ? { signal } : {}),
-  });
-  const meter = new ArchiveMeter({ maxBytes: options.maxDownloadBytes }, (b) => report(b));
-  return {
-    stream: forward(body, meter),
-    meter,
-    commit: nothing,
-    discard: nothing,
-    fromCache: false,
-  };
-}
-
-const ASIDE = /^\.(.+)\.old-[0-9a-f]{12}$/;
-
-/**
- * Run while holding the lock: whatever an earlier, killed run left here is ours to clear.
- * Staging folders and temp files go; a previous version that was moved aside for `force` and
- * never replaced (killed between the two renames) is put back, never deleted.
- */
-async function recoverLeftovers(parent: string, stagingPrefix: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await readdir(parent);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const path = join(parent, name);
-    const aside = ASIDE.exec(name);
-    if (aside) {
-      const original = join(parent, aside[1]!);
-      const taken = await stat(original).then(
-        () => true,
-        () => false,
-      );
-      if (taken) await rm(path, { recursive: true, force: true });
-      else await rename(path, original).catch(() => undefined);
-    } else if (name.startsWith(stagingPrefix) || name.startsWith(`${CURRENT_FILE}.tmp-`)) {
-      await rm(path, { recursive: true, force: true });
-    }
-  }
-}
-
-/**
- * Run while holding the lock, before anything is downloaded: `current.txt` names the version in
- * use, and installing a lower one would switch it back. A `current.txt` that cannot be read as a
- * version cannot show the install is not a downgrade, so it refuses too (fail closed).
- */
-async function refuseDowngrade(parent: string, slug: string, version: string): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(join(parent, CURRENT_FILE), { encoding: 'utf8' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new StoreError(
-      'ERR_INSTALL_IO',
-      `cannot read ${join(parent, CURRENT_FILE)}: ${(error as Error).message}`,
-      { cause: error },
-    );
-  }
-  const current = text.trim();
-  const hint = 'pass allowDowngrade (the CLI: --allow-downgrade) to install it anyway';
-  if (current.length > 256 || !isSemver(current)) {
-    throw new StoreError(
-      'ERR_DOWNGRADE_REFUSED',
-      `${slug}@${version} was not installed: ${CURRENT_FILE} does not name a version, so a downgrade cannot be ruled out; ${hint}`,
-      { subject: join(parent, CURRENT_FILE) },
-    );
-  }
-  if (compareSemver(version, current) < 0) {
-    throw new StoreError(
-      'ERR_DOWNGRADE_REFUSED',
-      `${slug}@${version} is older than the installed ${slug}@${current}: a downgrade was refused; ${hint}`,
-      { subject: join(parent, CURRENT_FILE) },
-    );
-  }
 }
 
 /**
@@ -682,7 +337,18 @@ async function installSteps(
     let archiveSha256 = '';
     for (let attempt = 0; attempt < 2 && !extracted; attempt++) {
       staging = await makeStagingDir(parent, stagingPrefix);
-      const opened = await openArchive(store, resolved, filled, attempt === 0);
+      const opened = await openArchive(
+        storeContext(store),
+        resolved,
+        filled,
+        attempt === 0,
+        (bytes, total) =>
+          options.onProgress?.(
+            total === undefined
+              ? { phase: 'download', bytes }
+              : { phase: 'download', bytes, total },
+          ),
+      );
       try {
         options.onProgress?.({ phase: 'extract' });
         const result = await extractInto(opened.stream, staging, {
