@@ -14,7 +14,7 @@ test('the demo runs end to end', () => {
   expect(result.status, result.stderr + result.stdout.slice(-2000)).toBe(0);
   expect(result.stdout).toContain('demo complete');
   expect(result.stdout).toMatch(/invalid\s+hello-pack@0\.1\.0 .*\.claude\/hooks\/audit\.sh/);
-  expect(result.stdout).toContain('digest-unsupported  joker1@0.1.3');
+  expect(result.stdout).toMatch(/digest-unsupported +joker1@0\.1\.3/);
   expect(result.stdout).toContain('I wrote hello.txt in your workspace.');
   // The confined turn: the pack's own words, then the host's verdict.
   expect(result.stdout).toMatch(/cannot see \$DEMO\/private\/id_ed25519/);

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { WriteStream } from 'node:tty';
 import type { RunEvent } from '@packwarden/runner-host';
 import { terminalSafe, useColors, type CliIo, type CliOutput } from 'packwarden';
-import { humanRenderer } from '../src/commands/run-render.js';
+import { humanRenderer } from '../src/commands/sandbox/run-render.js';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, examplePack, tempDir } from './helpers.js';
 

@@ -1,20 +1,7 @@
 import { Option, type Command } from 'commander';
-import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
-import type { CliIo } from '../io.js';
-import type { RunState } from '../program.js';
-
-export interface SandboxFlags extends TrustFlags {
-  agent: string;
-  socket?: string;
-  stdio?: boolean;
-  stateDir?: string;
-  workspace?: string;
-  requireSignedPack?: boolean;
-  cancelGraceMs?: string;
-  isolation?: IsolationFlag;
-}
-
-export type IsolationFlag = 'required' | 'auto' | 'off';
+import type { CommandContext } from '../../context.js';
+import { addTrustRootOptions } from '../../shared/trust.js';
+import type { RunFlags, SandboxFlags } from './flags.js';
 
 function isolationOption(): Option {
   return new Option(
@@ -23,21 +10,8 @@ function isolationOption(): Option {
   ).choices(['required', 'auto', 'off']);
 }
 
-export interface RunFlags extends TrustFlags {
-  json?: boolean;
-  baseUrl?: string;
-  modelToken?: string;
-  modelTokenFile?: string;
-  model?: string;
-  fileAccess?: 'none' | 'read' | 'write';
-  requireSignedPack?: boolean;
-  stateDir?: string;
-  workspace?: string;
-  isolation?: IsolationFlag;
-}
-
 /** `packwarden sandbox` (the host inside a sandbox) and `packwarden run` (its driver). */
-export function registerSandboxCommands(program: Command, io: CliIo, state: RunState): void {
+export function registerSandboxCommands(program: Command, { io, state }: CommandContext): void {
   const sandboxCommand = program
     .command('sandbox')
     .description('Serve one pack behind the runner-host protocol (the process inside a sandbox)');
@@ -75,7 +49,7 @@ Exit codes: 0 closed cleanly, 1 boot failure or uncaught exception, 2 bad usage,
 Docs: docs/sandbox.md`,
     )
     .action(async (options: SandboxFlags) => {
-      const { sandbox } = await import('./sandbox-actions.js');
+      const { sandbox } = await import('./serve.js');
       state.exitCode = await sandbox(io, options);
     });
 
@@ -89,7 +63,7 @@ Docs: docs/sandbox.md`,
 Exit codes: 0 every guarantee (fs-read, fs-write, network, processes) is enforced, 8 otherwise.`,
     )
     .action(async (options: { json?: boolean }) => {
-      const { sandboxDoctor } = await import('./sandbox-actions.js');
+      const { sandboxDoctor } = await import('./serve.js');
       state.exitCode = await sandboxDoctor(io, options);
     });
 
@@ -138,7 +112,7 @@ On a terminal the turn streams as it happens and questions are asked; otherwise 
 declined. --json prints every frame the sandbox sends (welcome first, the terminal frame last).`,
     )
     .action(async (pack: string, message: string, options: RunFlags) => {
-      const { runPack } = await import('./run-actions.js');
+      const { runPack } = await import('./run.js');
       state.exitCode = await runPack(io, pack, message, options);
     });
 }

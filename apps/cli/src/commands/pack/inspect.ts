@@ -1,15 +1,15 @@
-import { lstat, stat, writeFile } from 'node:fs/promises';
+import { lstat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { computePackDigest, formatManifest, type PackDigest } from '@packwarden/pack-digest';
 import type { LoadedManifest } from '@packwarden/pack-manifest';
 import {
   isPackManifestError,
   listInstalledPacks,
-  resolvePack,
   type ResolvedPack,
 } from '@packwarden/pack-manifest/resolve';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
+import { EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
 
 interface JsonOption {
   json?: boolean;
@@ -17,32 +17,6 @@ interface JsonOption {
 
 // yaml and zod cost tens of milliseconds to load: only commands that parse a manifest pay.
 const manifestLibrary = () => import('@packwarden/pack-manifest');
-
-/**
- * Resolves a `<pack>` argument the way every pack command does (apps/cli/README.md "Naming a
- * pack"): a path is a path; a bare name is an installed pack, unless a folder of that name
- * exists in the current directory. Then the command refuses as ambiguous rather than guess:
- * verifying or signing the installed copy while the user meant the folder (or the reverse)
- * reports on the wrong code. `./name` names the folder, the installed pack's path names the pack.
- */
-export async function resolvePackArgument(io: CliIo, ref: string): Promise<ResolvedPack> {
-  const resolved = await resolvePack(ref, { cwd: io.cwd, env: io.env });
-  if (resolved.source === 'path') return resolved;
-  const folder = resolve(io.cwd, ref);
-  const folderExists = await stat(folder).then(
-    (info) => info.isDirectory(),
-    () => false,
-  );
-  if (folderExists) {
-    throw new CliError(
-      `"${ref}" names both the folder ${folder} and the installed pack ${resolved.dir}`,
-      EXIT.usage,
-      `write ./${ref} for the folder, or ${resolved.dir} for the installed pack`,
-      { code: 'ERR_CLI_PACK_AMBIGUOUS' },
-    );
-  }
-  return resolved;
-}
 
 async function loadPack(
   io: CliIo,

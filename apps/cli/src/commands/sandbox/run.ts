@@ -5,11 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { readPackwardenEnv } from '@packwarden/pack-manifest';
 import type { QuestionAnswer, QuestionFrame } from '@packwarden/runner-host';
 import { runInSandbox } from '@packwarden/sandbox';
-import { CliError, EXIT } from '../errors.js';
-import type { CliIo } from '../io.js';
-import { VERSION } from '../version.js';
-import type { RunFlags } from './sandbox.js';
-import { isolationMode, modelTokenFrom, requireSignedPack } from './sandbox-flags.js';
+import { CliError, EXIT } from '../../errors.js';
+import type { CliIo } from '../../io.js';
+import { requireSignedFrom } from '../../shared/trust.js';
+import { VERSION } from '../../version.js';
+import { isolationMode, modelTokenFrom } from './flags.js';
+import type { RunFlags } from './flags.js';
 import { humanRenderer, jsonRenderer, type TurnRenderer } from './run-render.js';
 
 /** Exit code of a cancelled turn, as for a process ended by SIGINT. */
@@ -63,7 +64,7 @@ export async function runPack(
   flags: RunFlags,
 ): Promise<number> {
   const baseUrl = flags.baseUrl ?? readPackwardenEnv(io.env, 'BASE_URL');
-  const requireSigned = requireSignedPack(io, flags.requireSignedPack);
+  const requireSigned = await requireSignedFrom(io, flags.requireSignedPack);
   const isolation = isolationMode(io, flags.isolation);
   const modelToken = await modelTokenFrom(io, flags, readPackwardenEnv(io.env, 'MODEL_TOKEN'));
 

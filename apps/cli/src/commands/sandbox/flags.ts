@@ -1,31 +1,38 @@
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { readPackwardenEnv, readPackwardenFlag } from '@packwarden/pack-manifest';
-import { CliError, EXIT } from '../errors.js';
-import type { CliIo } from '../io.js';
-import type { IsolationFlag } from './sandbox.js';
+import { readPackwardenEnv } from '@packwarden/pack-manifest';
+import { CliError, EXIT } from '../../errors.js';
+import type { CliIo } from '../../io.js';
+import type { TrustFlags } from '../../shared/trust.js';
+
+export interface SandboxFlags extends TrustFlags {
+  agent: string;
+  socket?: string;
+  stdio?: boolean;
+  stateDir?: string;
+  workspace?: string;
+  requireSignedPack?: boolean;
+  cancelGraceMs?: string;
+  isolation?: IsolationFlag;
+}
+
+export type IsolationFlag = 'required' | 'auto' | 'off';
+
+export interface RunFlags extends TrustFlags {
+  json?: boolean;
+  baseUrl?: string;
+  modelToken?: string;
+  modelTokenFile?: string;
+  model?: string;
+  fileAccess?: 'none' | 'read' | 'write';
+  requireSignedPack?: boolean;
+  stateDir?: string;
+  workspace?: string;
+  isolation?: IsolationFlag;
+}
 
 /** A model token is a credential, not a document: anything longer is a mistake (the wrong file). */
 const MAX_TOKEN_BYTES = 64 * 1024;
-
-/**
- * `--require-signed-pack` or `PACKWARDEN_REQUIRE_SIGNED_PACK`. An unrecognised value of this
- * security flag is a usage error (exit 2), never "off" (docs/sandbox.md).
- */
-export function requireSignedPack(io: CliIo, flag: boolean | undefined): boolean {
-  if (flag === true) return true;
-  let on: boolean;
-  try {
-    on = readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
-  } catch (error) {
-    throw new CliError(
-      (error as Error).message,
-      EXIT.usage,
-      'set it to 1 / true / yes / on, or 0 / false / no / off, or unset it',
-    );
-  }
-  return on;
-}
 
 async function readBounded(
   read: (buffer: Buffer, offset: number) => Promise<number>,

@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
-import { installOptions, type InstallFlags } from './store.js';
-import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
-import type { CliIo } from '../io.js';
-import type { KeygenFlags } from './sign-actions.js';
-import type { RunState } from '../program.js';
+import type { CommandContext } from '../../context.js';
+import { installOptions, type InstallFlags } from '../../shared/install-options.js';
+import { addTrustRootOptions, type TrustFlags } from '../../shared/trust.js';
+import type { KeygenFlags } from './sign.js';
 
 /**
  * `packwarden pack …`. Each action loads its libraries when it runs, so `--help` and cheap
  * commands do not pay for yaml, zod or the hashing code.
  */
-export function registerPackCommands(program: Command, io: CliIo, state: RunState): void {
+export function registerPackCommands(program: Command, context: CommandContext): void {
+  const { io, state } = context;
   const pack = program
     .command('pack')
     .description('Inspect, validate and digest Agent Packs')
@@ -26,7 +26,7 @@ my-pack@1.2.0): looked up in ./.packwarden/agents/<name>, then $PACKWARDEN_HOME/
     .description('List installed packs (workspace .packwarden/agents and $PACKWARDEN_HOME/agents)')
     .option('--json', 'print a JSON document')
     .action(async (options: { json?: boolean }) => {
-      const { packList } = await import('./pack-actions.js');
+      const { packList } = await import('./inspect.js');
       state.exitCode = await packList(io, options);
     });
 
@@ -37,7 +37,7 @@ my-pack@1.2.0): looked up in ./.packwarden/agents/<name>, then $PACKWARDEN_HOME/
     .option('--json', 'print a JSON document')
     .addHelpText('after', '\nExit codes: 0 valid, 1 invalid or not found, 2 bad usage.')
     .action(async (ref: string, options: { json?: boolean }) => {
-      const { packValidate } = await import('./pack-actions.js');
+      const { packValidate } = await import('./inspect.js');
       state.exitCode = await packValidate(io, ref, options);
     });
 
@@ -49,7 +49,7 @@ my-pack@1.2.0): looked up in ./.packwarden/agents/<name>, then $PACKWARDEN_HOME/
     .argument('<pack>', 'pack path or installed pack name')
     .option('--json', 'print a JSON document')
     .action(async (ref: string, options: { json?: boolean }) => {
-      const { packInfo } = await import('./pack-actions.js');
+      const { packInfo } = await import('./inspect.js');
       state.exitCode = await packInfo(io, ref, options);
     });
 
@@ -69,7 +69,7 @@ The digest covers every file and symlink in the pack, dot folders included, exce
 the root. Specification: packages/pack-digest/SPEC.md.`,
     )
     .action(async (ref: string, options: { files?: boolean; json?: boolean }) => {
-      const { packDigest } = await import('./pack-actions.js');
+      const { packDigest } = await import('./inspect.js');
       state.exitCode = await packDigest(io, ref, options);
     });
 
@@ -79,7 +79,7 @@ the root. Specification: packages/pack-digest/SPEC.md.`,
     .option('--json', 'the same JSON Schema (accepted for symmetry with other commands)')
     .option('-o, --output <file>', 'write it to a file instead of stdout')
     .action(async (options: { output?: string }) => {
-      const { packSchema } = await import('./pack-actions.js');
+      const { packSchema } = await import('./inspect.js');
       state.exitCode = await packSchema(io, options);
     });
 
@@ -110,7 +110,7 @@ Examples:
   packwarden pack verify ./my-pack --keys release.keys.json`,
     )
     .action(async (options: KeygenFlags) => {
-      const { packKeygen } = await import('./sign-actions.js');
+      const { packKeygen } = await import('./sign.js');
       state.exitCode = await packKeygen(io, options);
     });
 
@@ -139,7 +139,7 @@ A bare name that is both a folder here and an installed pack is refused: write .
         ref: string,
         options: { key: string; kid: string; fileList: boolean; json?: boolean },
       ) => {
-        const { packSign } = await import('./sign-actions.js');
+        const { packSign } = await import('./sign.js');
         state.exitCode = await packSign(io, ref, options);
       },
     );
@@ -181,11 +181,11 @@ Examples:
         },
       ) => {
         if (options.installed) {
-          const { packVerifyInstalled } = await import('./lock-actions.js');
+          const { packVerifyInstalled } = await import('./verify-installed.js');
           state.exitCode = await packVerifyInstalled(io, options);
           return;
         }
-        const { packVerify } = await import('./verify-actions.js');
+        const { packVerify } = await import('./verify.js');
         state.exitCode = await packVerify(io, refs, options);
       },
     );
@@ -197,14 +197,14 @@ Examples:
     .option('-o, --output <file>', 'the archive to write (default: <name>-<version>.tgz)')
     .option('--json', 'print a JSON document')
     .action(async (ref: string, options: { output?: string; json?: boolean }) => {
-      const { packExport } = await import('./export-action.js');
+      const { packExport } = await import('./export.js');
       state.exitCode = await packExport(io, ref, options);
     });
 
-  registerPackInstall(pack, io, state);
+  registerPackInstall(pack, context);
 }
 
-export function registerPackInstall(pack: Command, io: CliIo, state: RunState): void {
+function registerPackInstall(pack: Command, { io, state }: CommandContext): void {
   installOptions(
     pack
       .command('install')
@@ -213,7 +213,7 @@ export function registerPackInstall(pack: Command, io: CliIo, state: RunState): 
       .requiredOption('--to <dir>', 'the folder to extract the pack into'),
   ).action(async (slug: string, options: InstallFlags) => {
     if (options.lock !== undefined || options.frozen) {
-      const { lockedInstall } = await import('./lock-actions.js');
+      const { lockedInstall } = await import('../store/lock.js');
       const reference =
         /^oci:\/\/|\.(tgz|tar\.gz)$|^\.{0,2}\//i.test(slug) || slug.includes('/')
           ? slug
@@ -222,29 +222,12 @@ export function registerPackInstall(pack: Command, io: CliIo, state: RunState): 
       return;
     }
     if (slug.startsWith('oci://')) {
-      const { ociInstall } = await import('./oci-actions.js');
+      const { ociInstall } = await import('../store/oci.js');
       if (options.to === undefined) throw new Error('unreachable: --to is required');
       state.exitCode = await ociInstall(io, slug, options, options.to);
       return;
     }
-    const { packInstall } = await import('./store-actions.js');
+    const { packInstall } = await import('../store/install.js');
     state.exitCode = await packInstall(io, slug, options);
-  });
-}
-
-export function registerTrustCommands(program: Command, io: CliIo, state: RunState): void {
-  const trust = program
-    .command('trust')
-    .description('Inspect the trust root that verification uses');
-  addTrustRootOptions(
-    trust
-      .command('show')
-      .description(
-        'Which source is configured, its status, keys (kid, thumbprint, validity), staleness and warnings',
-      )
-      .option('--json', 'print a JSON document'),
-  ).action(async (options: TrustFlags & { json?: boolean }) => {
-    const { trustShow } = await import('./verify-actions.js');
-    state.exitCode = await trustShow(io, options);
   });
 }

@@ -5,22 +5,21 @@ import {
   installPack,
   isStoreError,
   openPackArchive,
-  openStore,
   parseArtifactRef,
-  readLockfile,
   resolvePackArtifact,
-  StoreError,
   writeLockfile,
   type ArtifactRef,
   type InstallResult,
   type LockEntry,
-  type Lockfile,
   type Store,
 } from '@packwarden/store-client';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
-import { installFromOci, installPolicy, isOciArgument } from './oci-actions.js';
-import type { InstallFlags } from './store.js';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import type { InstallFlags } from '../../shared/install-options.js';
+import { loadLock } from '../../shared/lockfile.js';
+import { installPolicy } from '../../shared/trust.js';
+import { installFromOci, isOciArgument } from './oci.js';
+import { isArchiveFileArgument, openStoreAt } from './source.js';
 
 /** What a source offers now, compared with a lock entry before installing. */
 type Observed = Partial<Pick<LockEntry, 'archiveSha256' | 'packDigest' | 'resolved'>>;
@@ -30,22 +29,8 @@ export interface LockFlags extends InstallFlags {
   frozen?: boolean;
 }
 
-/** `./x.tgz`, `/abs/x.tar.gz`: a local archive (as store-actions.ts decides). */
-function isArchiveFileArgument(reference: string): boolean {
-  return /\.(tgz|tar\.gz)$/i.test(reference) || /^(\.{1,2}\/|\/)/.test(reference);
-}
-
 function signerOf(result: InstallResult): string | null {
   return result.verification?.kind === 'verified' ? result.verification.kid : null;
-}
-
-async function openSource(io: CliIo, url: string | undefined): Promise<Store> {
-  return openStore({
-    env: io.env,
-    ...(url === undefined
-      ? {}
-      : { url: /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : resolve(io.cwd, url) }),
-  });
 }
 
 /** What a store offers now for `ref`, in the lock's terms; a store without archive digests cannot be pinned. */
@@ -125,16 +110,6 @@ async function installFromOciLocked(
   return { key: `pack/${result.slug}`, entry, result };
 }
 
-async function loadLock(file: string, required: boolean): Promise<Lockfile> {
-  const lock = await readLockfile(file);
-  if (lock) return lock;
-  if (required)
-    throw new StoreError('ERR_LOCKFILE_IO', `${file} does not exist: a frozen install needs it`, {
-      subject: file,
-    });
-  return { lockfileVersion: 1, packs: {} };
-}
-
 /**
  * `store install … --lock FILE` records what was installed; `store install --frozen --lock FILE
  * [ref]` installs exactly what the lock lists (every entry, or the one `ref` names), refusing an
@@ -167,7 +142,7 @@ export async function lockedInstall(
         to,
       );
     } else {
-      const store = await openSource(io, flags.store);
+      const store = await openStoreAt(io, flags.store);
       done = await installFromStore(io, store, parseArtifactRef(reference), flags, to);
     }
     lock.packs[done.key] = done.entry;
@@ -190,7 +165,7 @@ export async function lockedInstall(
     const openLocked = (locked: LockEntry) =>
       locked.source.startsWith('file:') && /\.(tgz|tar\.gz)$/i.test(locked.source)
         ? openPackArchive(fileURLToPath(locked.source), { env: io.env })
-        : openSource(io, locked.source);
+        : openStoreAt(io, locked.source);
     // Two passes: every entry is compared with what its source offers now before any entry is
     // installed, so one refused entry leaves every installed pack as it was; the install pass
     // compares again (a source can change in between).
@@ -238,100 +213,4 @@ export async function lockedInstall(
     );
   io.stdout.write(`${flags.frozen ? 'checked against' : 'recorded in'} ${safe(file)}\n`);
   return EXIT.ok;
-}
-
-interface DriftRow {
-  key: string;
-  status: 'ok' | 'drifted' | 'missing' | 'unlocked' | 'unreadable';
-  dir?: string;
-  version?: string;
-  locked?: string;
-  actual?: string;
-  message?: string;
-}
-
-/**
- * `pack verify --installed --lock FILE`: recomputes the pack digest of every installed pack
- * (workspace and $PACKWARDEN_HOME, apps/cli/README.md "Naming a pack") and compares it with the
- * lock's `packDigest`. Installs record no digest of their own, so the lock is required: without
- * one nothing could be compared, and "could not check" is never reported as "no drift".
- * Exit 1 when a locked pack drifted, is missing, is at another version or cannot be read.
- */
-export async function packVerifyInstalled(
-  io: CliIo,
-  flags: { lock?: string; json?: boolean },
-): Promise<number> {
-  if (flags.lock === undefined)
-    throw new CliError(
-      'pack verify --installed needs --lock FILE: installs record no digest to compare with',
-      EXIT.usage,
-      'install with --lock packwarden.lock, then verify with --lock packwarden.lock',
-    );
-  const file = resolve(io.cwd, flags.lock);
-  const lock = await loadLock(file, true);
-  const { listInstalledPacks } = await import('@packwarden/pack-manifest/resolve');
-  const { computePackDigest } = await import('@packwarden/pack-digest');
-  const installed = await listInstalledPacks({ cwd: io.cwd, env: io.env });
-  const rows: DriftRow[] = [];
-  const seen = new Set<string>();
-  for (const pack of installed) {
-    const key = `pack/${pack.name}`;
-    const locked = lock.packs[key];
-    if (!locked) {
-      rows.push({ key, status: 'unlocked', dir: pack.dir });
-      continue;
-    }
-    seen.add(key);
-    if (
-      pack.problem !== undefined ||
-      (pack.version !== undefined && pack.version !== locked.version)
-    ) {
-      rows.push({
-        key,
-        status: 'drifted',
-        dir: pack.dir,
-        version: pack.version,
-        message:
-          pack.problem ?? `installed version ${pack.version}, the lock records ${locked.version}`,
-      });
-      continue;
-    }
-    try {
-      const { digest } = await computePackDigest(pack.dir);
-      rows.push({
-        key,
-        status: digest === locked.packDigest ? 'ok' : 'drifted',
-        dir: pack.dir,
-        version: locked.version,
-        locked: locked.packDigest,
-        actual: digest,
-      });
-    } catch (error) {
-      rows.push({ key, status: 'unreadable', dir: pack.dir, message: (error as Error).message });
-    }
-  }
-  for (const key of Object.keys(lock.packs).sort())
-    if (!seen.has(key)) rows.push({ key, status: 'missing', locked: lock.packs[key]!.packDigest });
-  const failed = rows.some((row) => row.status !== 'ok' && row.status !== 'unlocked');
-  if (flags.json) {
-    printJson(io, { lock: file, ok: !failed, packs: rows });
-    return failed ? EXIT.failure : EXIT.ok;
-  }
-  for (const row of rows) {
-    const detail =
-      row.status === 'drifted' && row.actual
-        ? `: digest ${row.actual}, the lock records ${row.locked}`
-        : row.message
-          ? `: ${row.message}`
-          : '';
-    io.stdout.write(
-      `${row.status.padEnd(10)} ${safe(row.key)}${row.dir ? `  ${safe(row.dir)}` : ''}${safe(detail)}\n`,
-    );
-  }
-  io.stdout.write(
-    failed
-      ? `drift found (checked against ${safe(file)})\n`
-      : `no drift (checked against ${safe(file)})\n`,
-  );
-  return failed ? EXIT.failure : EXIT.ok;
 }

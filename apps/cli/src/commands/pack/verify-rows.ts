@@ -1,4 +1,4 @@
-import { terminalSafe } from '../io.js';
+import { terminalSafe } from '../../io.js';
 
 /** One pack's row in `pack verify`'s human output. Every field but `kind` comes from the pack. */
 export interface VerifyRow {

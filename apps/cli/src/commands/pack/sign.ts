@@ -6,9 +6,9 @@ import {
   writePrivateKeyFile,
   writePublicKeysFile,
 } from '@packwarden/pack-signature';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
-import { resolvePackArgument } from './pack-actions.js';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
 import { keyFileError } from './key-file.js';
 
 export interface KeygenFlags {

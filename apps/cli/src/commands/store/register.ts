@@ -1,55 +1,18 @@
 import type { Command } from 'commander';
-import type { CliIo } from '../io.js';
-import type { RunState } from '../program.js';
-import { addTrustRootOptions, type TrustFlags } from './trust-options.js';
-
-export interface StoreFlags {
-  store?: string;
-  json?: boolean;
-}
-
-export interface InstallFlags extends StoreFlags, TrustFlags {
-  force?: boolean;
-  allowDowngrade?: boolean;
-  requireSigned?: boolean;
-  to?: string;
-  plainHttp?: boolean;
-  lock?: string;
-  frozen?: boolean;
-}
+import type { CommandContext } from '../../context.js';
+import {
+  installOptions,
+  storeOption,
+  type InstallFlags,
+  type StoreFlags,
+} from '../../shared/install-options.js';
 
 const STORE_HELP = `
 The store is --store URL, else PACKWARDEN_STORE_URL (or AGENTHIPPO_STORE_URL), else the
 AgentHippo store. A static store is an index.json from \`packwarden store build\`, over https://
 (http:// on loopback only), file:// or a plain path; which kind a store is comes from its index.`;
 
-const storeOption = (command: Command) =>
-  command
-    .option('--store <url>', 'the store index URL or folder')
-    .option('--json', 'print a JSON document');
-
-export function installOptions(command: Command): Command {
-  return addTrustRootOptions(
-    storeOption(command)
-      .option('--force', 'replace an installed version (or a non-empty --to folder)')
-      .option(
-        '--allow-downgrade',
-        'install a version older than the installed current one (refused by default)',
-      )
-      .option(
-        '--require-signed',
-        'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
-      )
-      .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
-      .option('--lock <file>', 'record what is installed in this lockfile (packwarden.lock)')
-      .option(
-        '--frozen',
-        'with --lock: install exactly what the lockfile lists, refuse any change',
-      ),
-  );
-}
-
-export function registerStoreCommands(program: Command, io: CliIo, state: RunState): void {
+export function registerStoreCommands(program: Command, { io, state }: CommandContext): void {
   const store = program
     .command('store')
     .description('Browse pack stores, install from them, build your own')
@@ -61,11 +24,11 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
     .action(async (repository: string | undefined, options: StoreFlags & { type?: string }) => {
       if (repository !== undefined) {
-        const { ociList } = await import('./oci-actions.js');
+        const { ociList } = await import('./oci.js');
         state.exitCode = await ociList(io, repository, options);
         return;
       }
-      const { storeList } = await import('./store-actions.js');
+      const { storeList } = await import('./browse.js');
       state.exitCode = await storeList(io, undefined, options);
     });
 
@@ -75,7 +38,7 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     .argument('<query>', 'words to look for')
     .option('--type <type>', 'only packs, skills or mcp')
     .action(async (query: string, options: StoreFlags & { type?: string }) => {
-      const { storeList } = await import('./store-actions.js');
+      const { storeList } = await import('./browse.js');
       state.exitCode = await storeList(io, query, options);
     });
 
@@ -87,11 +50,11 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
     .action(async (ref: string, options: StoreFlags & { plainHttp?: boolean }) => {
       if (ref.startsWith('oci://')) {
-        const { ociInfo } = await import('./oci-actions.js');
+        const { ociInfo } = await import('./oci.js');
         state.exitCode = await ociInfo(io, ref, options);
         return;
       }
-      const { storeInfo } = await import('./store-actions.js');
+      const { storeInfo } = await import('./browse.js');
       state.exitCode = await storeInfo(io, ref, options);
     });
 
@@ -105,20 +68,20 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
       ),
   ).action(async (ref: string | undefined, options: InstallFlags) => {
     if (options.lock !== undefined || options.frozen) {
-      const { lockedInstall } = await import('./lock-actions.js');
+      const { lockedInstall } = await import('./lock.js');
       state.exitCode = await lockedInstall(io, ref, options);
       return;
     }
     if (ref === undefined) {
-      const { CliError, EXIT } = await import('../errors.js');
+      const { CliError, EXIT } = await import('../../errors.js');
       throw new CliError('store install needs a <ref> (or --frozen --lock FILE)', EXIT.usage);
     }
     if (ref.startsWith('oci://')) {
-      const { ociInstall } = await import('./oci-actions.js');
+      const { ociInstall } = await import('./oci.js');
       state.exitCode = await ociInstall(io, ref, options);
       return;
     }
-    const { storeInstall } = await import('./store-actions.js');
+    const { storeInstall } = await import('./install.js');
     state.exitCode = await storeInstall(io, ref, options);
   });
 
@@ -134,7 +97,7 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
       '\nCredentials: $DOCKER_CONFIG/config.json (default ~/.docker/config.json) `auths`.\nExit codes: 0 pushed, 1 refused by the registry, 2 usage, reference or auth problem.',
     )
     .action(async (pack: string, ref: string, options: { plainHttp?: boolean; json?: boolean }) => {
-      const { storePush } = await import('./oci-actions.js');
+      const { storePush } = await import('./oci.js');
       state.exitCode = await storePush(io, pack, ref, options);
     });
 
@@ -152,7 +115,7 @@ export function registerStoreCommands(program: Command, io: CliIo, state: RunSta
     .option('--json', 'print a JSON document')
     .action(
       async (packsDir: string, options: { out: string; baseUrl?: string; json?: boolean }) => {
-        const { storeBuild } = await import('./store-actions.js');
+        const { storeBuild } = await import('./build.js');
         state.exitCode = await storeBuild(io, packsDir, options);
       },
     );

@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
 import { describePackRefusal, PACK_VERIFICATION_EXIT_CODES } from '@packwarden/pack-signature';
 import { isSandboxError, runDoctor, serveSandbox } from '@packwarden/sandbox';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, type CliIo } from '../io.js';
-import { VERSION } from '../version.js';
-import type { SandboxFlags } from './sandbox.js';
-import { isolationMode, requireSignedPack } from './sandbox-flags.js';
-import { loadTrustRootOrExit } from './verify-actions.js';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, type CliIo } from '../../io.js';
+import { loadTrustRootOrExit, requireSignedFrom } from '../../shared/trust.js';
+import { VERSION } from '../../version.js';
+import { isolationMode } from './flags.js';
+import type { SandboxFlags } from './flags.js';
 
 function log(level: string, message: string): void {
   process.stderr.write(`packwarden sandbox: ${level}: ${message}\n`);
@@ -60,7 +60,7 @@ export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
   if (io.stdout !== process.stdout)
     throw new CliError('packwarden sandbox owns its process: run it as a command', EXIT.usage);
   const cancelGraceMs = nonNegativeInteger(flags.cancelGraceMs, '--cancel-grace-ms', 5000);
-  const requireSigned = requireSignedPack(io, flags.requireSignedPack);
+  const requireSigned = await requireSignedFrom(io, flags.requireSignedPack);
   const isolation = isolationMode(io, flags.isolation);
   // The trust root is read from the environment the sandbox started with, and never cached on
   // disk: the state dir is writable by pack code (docs/sandbox.md, "Trust root").

@@ -7,43 +7,17 @@ import {
   type PackBatchOutcome,
   type PackVerification,
 } from '@packwarden/pack-signature';
-import {
-  classifyTrustRoot,
-  describeTrustRoot,
-  selectTrustedKey,
-  type PackTrustRoot,
-} from '@packwarden/trust-root';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
-import { resolvePackArgument } from './pack-actions.js';
-import { loadTrustRootFromFlags, type TrustFlags } from './trust-options.js';
+import { selectTrustedKey } from '@packwarden/trust-root';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
+import { loadTrustRootOrExit, type TrustFlags } from '../../shared/trust.js';
 import { formatVerifyRows, type VerifyRow } from './verify-rows.js';
 
 export interface VerifyFlags extends TrustFlags {
   all?: string;
   requireSigned?: boolean;
   json?: boolean;
-}
-
-export async function loadTrustRootOrExit(
-  io: CliIo,
-  flags: TrustFlags,
-  overrides: { cacheDir?: string | false } = {},
-): Promise<PackTrustRoot> {
-  const root = await loadTrustRootFromFlags(io, flags, overrides);
-  // A trust root unavailable because of its own configuration (a bad pin, an unreadable or
-  // malformed keys file, a plain-HTTP URL) is a usage error (exit 2), not a retryable outage
-  // (trust-root README "classifyTrustRoot").
-  if (root.status === 'unavailable' && classifyTrustRoot(root) === 'config') {
-    throw new CliError(
-      `the trust root is misconfigured: ${root.reason}`,
-      EXIT.usage,
-      'check --keys / --jwks / --pin and the PACKWARDEN_* variables',
-      { code: 'ERR_CLI_TRUST_CONFIG' },
-    );
-  }
-  for (const warning of root.warnings) io.stderr.write(`warning: ${safe(warning)}\n`);
-  return root;
 }
 
 interface PackOutcome extends PackBatchOutcome {
@@ -178,40 +152,4 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
     );
   }
   return exitCode;
-}
-
-export async function trustShow(
-  io: CliIo,
-  flags: TrustFlags & { json?: boolean },
-): Promise<number> {
-  const root = await loadTrustRootFromFlags(io, flags);
-  const description = describeTrustRoot(root);
-  if (flags.json) {
-    printJson(io, { trustRoot: description });
-    return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
-  }
-  // Key ids, reasons and warnings come from keys files and key servers: shown, never obeyed.
-  const lines = [
-    `source:  ${description.source.kind}`,
-    `status:  ${description.status}${description.stale ? ' (stale cached copy)' : ''}`,
-  ];
-  if (description.reason) lines.push(`reason:  ${safe(description.reason)}`);
-  if (description.fetchedAt) lines.push(`fetched: ${description.fetchedAt}`);
-  lines.push(`keys:    ${description.keys.length}`);
-  for (const key of description.keys) {
-    const window = [
-      key.notBefore ? `from ${key.notBefore}` : '',
-      key.notAfter ? `until ${key.notAfter}` : '',
-    ]
-      .filter(Boolean)
-      .join(' ');
-    lines.push(
-      `  ${safe(key.kid)}  ${safe(key.thumbprint)}${window ? `  ${safe(window)}` : ''}${key.revoked ? '  REVOKED' : ''}`,
-    );
-  }
-  for (const rejected of description.rejectedKeys)
-    lines.push(`  rejected ${safe(rejected.kid ?? '(no kid)')}: ${safe(rejected.message)}`);
-  for (const warning of description.warnings) lines.push(`warning: ${safe(warning)}`);
-  io.stdout.write(`${lines.join('\n')}\n`);
-  return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
 }

@@ -7,18 +7,15 @@ import {
   pushPackFolder,
   resolvePackArtifact,
   withPulledPackArtifact,
-  type InstallPackOptions,
   type InstallResult,
   type ResolvedPackArtifact,
   type Store,
 } from '@packwarden/store-client';
-import { readPackwardenFlag } from '@packwarden/pack-manifest/resolve';
-import { selectTrustedKey } from '@packwarden/trust-root';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
-import { resolvePackArgument } from './pack-actions.js';
-import type { InstallFlags } from './store.js';
-import { loadTrustRootOrExit } from './verify-actions.js';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import type { InstallFlags } from '../../shared/install-options.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
+import { installPolicy } from '../../shared/trust.js';
 
 export interface OciFlags {
   plainHttp?: boolean;
@@ -141,30 +138,6 @@ export interface OciInstalled {
   artifact: ResolvedPackArtifact;
 }
 
-/** `installPack` options every CLI install shares: the signature policy of `store install`. */
-export async function installPolicy(
-  io: CliIo,
-  flags: InstallFlags,
-): Promise<Pick<InstallPackOptions, 'requireSigned' | 'selectKey'>> {
-  let requireSigned = flags.requireSigned === true;
-  try {
-    requireSigned ||= readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
-  } catch (error) {
-    throw new CliError(
-      (error as Error).message,
-      EXIT.usage,
-      'fix the variable, or unset it and pass --require-signed',
-    );
-  }
-  // A trust root given means the signature is checked, required or not (as store install).
-  const loaded = await loadTrustRootOrExit(io, flags);
-  const root = requireSigned || loaded.status !== 'none' ? loaded : undefined;
-  return {
-    requireSigned,
-    ...(root ? { selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }) } : {}),
-  };
-}
-
 /**
  * Installs an `oci://` reference with every check of a store install: the layer is pulled with
  * its size and sha256 checked while streaming (OCI.md), then installed by installPack from a
@@ -194,18 +167,21 @@ export async function installFromOci(
       if (opened.source.kind !== 'archive-file')
         throw new Error('unreachable: not an archive file');
       const { size, sha256, url } = opened.source;
-      const store: Store = {
-        ...archive,
-        resolve: (ref) => {
-          archive.resolve(ref);
+      // The same store object, its resolve narrowed to the annotations' digest: installPack
+      // finds a store's download context by identity (store-client keeps it beside the store,
+      // never on it), so a copy would be refused.
+      const resolveArchive = archive.resolve.bind(archive);
+      const store: Store = Object.assign(archive, {
+        resolve: (ref: Parameters<Store['resolve']>[0]) => {
+          resolveArchive(ref);
           return {
-            type: 'pack',
+            type: 'pack' as const,
             slug: pulled.meta.name,
             version: pulled.meta.version,
-            source: { kind: 'static', url, size, sha256, digest: pulled.meta.digest },
+            source: { kind: 'static' as const, url, size, sha256, digest: pulled.meta.digest },
           };
         },
-      };
+      });
       const result = await installPack(
         store,
         { type: 'pack', slug: pulled.meta.name, version: pulled.meta.version },

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportPack } from '@packwarden/store-client';
-import { CliError, EXIT } from '../errors.js';
-import { printJson, terminalSafe as safe, type CliIo } from '../io.js';
-import { resolvePackArgument } from './pack-actions.js';
+import { CliError, EXIT } from '../../errors.js';
+import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
 
 /** A temporary file next to `file`, fsynced, then renamed over it: never a half-written archive. */
 async function writeAtomic(file: string, bytes: Uint8Array): Promise<void> {

@@ -1,5 +1,5 @@
 import { isPackSignatureError } from '@packwarden/pack-signature';
-import { CliError, EXIT } from '../errors.js';
+import { CliError, EXIT } from '../../errors.js';
 
 /**
  * Key files are read and written by pack-signature (its README "Key files"); a refusal there is

@@ -1,5 +1,5 @@
 import type { QuestionFrame, RunEvent, RunOutcome, WelcomeFrame } from '@packwarden/runner-host';
-import { terminalSafe, useColors, type CliIo } from '../io.js';
+import { terminalSafe, useColors, type CliIo } from '../../io.js';
 
 const MAX_SHOWN = 300;
 

@@ -1,0 +1,126 @@
+import { Option, type Command } from 'commander';
+import type { KeySelector } from '@packwarden/pack-signature';
+import type { PackTrustRoot } from '@packwarden/trust-root';
+import { CliError, EXIT } from '../errors.js';
+import { terminalSafe as safe, type CliIo } from '../io.js';
+
+export interface TrustFlags {
+  keys?: string;
+  jwks?: string;
+  pin?: string[];
+  leaseUrl?: string;
+}
+
+/** The trust-root flags every command that checks signatures takes; flags beat the environment. */
+export function addTrustRootOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--keys <file>', 'trusted keys: a JSON file {kid: PEM} or a JWKS').conflicts([
+        'jwks',
+        'leaseUrl',
+      ]),
+    )
+    .addOption(
+      new Option('--jwks <url>', 'trusted keys from a JWKS URL (HTTPS, or loopback)').conflicts(
+        'leaseUrl',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--pin <thumbprint>',
+        'trust only JWKS keys with this RFC 7638 thumbprint (repeatable)',
+      ).argParser((value: string, previous: string[] = []) => [...previous, value]),
+    )
+    .addOption(
+      new Option(
+        '--lease-url <url>',
+        'trusted keys from the control plane (GET <origin>/api/keys)',
+      ),
+    )
+    .addHelpText(
+      'after',
+      `
+Trust root: the first of --keys, --jwks (with --pin), --lease-url, then the environment:
+PACKWARDEN_PACK_SIGNING_KEYS (inline keys), PACKWARDEN_PACK_JWKS_URL with
+PACKWARDEN_PACK_JWKS_PINS, PACKWARDEN_LEASE_URL. Each also answers to its AGENTHIPPO_* name.`,
+    );
+}
+
+/** Loads the trust root the flags and environment describe. Never throws for a failing source. */
+export async function loadTrustRootFromFlags(
+  io: CliIo,
+  flags: TrustFlags,
+  overrides: { cacheDir?: string | false } = {},
+) {
+  const { loadPackTrustRoot } = await import('@packwarden/trust-root');
+  const { resolve } = await import('node:path');
+  return loadPackTrustRoot({
+    env: io.env,
+    ...(flags.keys === undefined ? {} : { keysFile: resolve(io.cwd, flags.keys) }),
+    ...(flags.jwks === undefined ? {} : { jwksUrl: flags.jwks }),
+    ...(flags.pin === undefined ? {} : { pins: flags.pin }),
+    ...(flags.leaseUrl === undefined ? {} : { leaseUrl: flags.leaseUrl }),
+    ...overrides,
+  });
+}
+
+/**
+ * The trust root the flags and environment describe, for a command that checks signatures. A
+ * root unavailable because of its own configuration (a bad pin, an unreadable or malformed keys
+ * file, a plain-HTTP URL) is a usage error (exit 2), not a retryable outage (trust-root README
+ * "classifyTrustRoot"). Warnings go to stderr.
+ */
+export async function loadTrustRootOrExit(
+  io: CliIo,
+  flags: TrustFlags,
+  overrides: { cacheDir?: string | false } = {},
+): Promise<PackTrustRoot> {
+  const root = await loadTrustRootFromFlags(io, flags, overrides);
+  const { classifyTrustRoot } = await import('@packwarden/trust-root');
+  if (root.status === 'unavailable' && classifyTrustRoot(root) === 'config') {
+    throw new CliError(
+      `the trust root is misconfigured: ${root.reason}`,
+      EXIT.usage,
+      'check --keys / --jwks / --pin and the PACKWARDEN_* variables',
+      { code: 'ERR_CLI_TRUST_CONFIG' },
+    );
+  }
+  for (const warning of root.warnings) io.stderr.write(`warning: ${safe(warning)}\n`);
+  return root;
+}
+
+/**
+ * `--require-signed` (or `--require-signed-pack`) or `PACKWARDEN_REQUIRE_SIGNED_PACK`. A value of
+ * this security variable that is neither yes nor no is a usage error (exit 2), never "off"
+ * (docs/sandbox.md; issue 9 W8).
+ */
+export async function requireSignedFrom(io: CliIo, flag: boolean | undefined): Promise<boolean> {
+  if (flag === true) return true;
+  const { readPackwardenFlag } = await import('@packwarden/pack-manifest/resolve');
+  try {
+    return readPackwardenFlag(io.env, 'REQUIRE_SIGNED_PACK');
+  } catch (error) {
+    throw new CliError(
+      (error as Error).message,
+      EXIT.usage,
+      'set it to 1 / true / yes / on, or 0 / false / no / off, or unset it (the flag --require-signed also turns it on)',
+    );
+  }
+}
+
+/**
+ * The signature policy of every install (store, local archive, OCI, locked): signatures are
+ * required with --require-signed or the variable, and checked whenever a trust root is given
+ * (flags or environment), required or not: trust flags are never silently ignored (issue 9 W11).
+ */
+export async function installPolicy(
+  io: CliIo,
+  flags: TrustFlags & { requireSigned?: boolean },
+): Promise<{ requireSigned: boolean; selectKey?: KeySelector }> {
+  const requireSigned = await requireSignedFrom(io, flags.requireSigned);
+  const loaded = await loadTrustRootOrExit(io, flags);
+  const root = requireSigned || loaded.status !== 'none' ? loaded : undefined;
+  if (!root) return { requireSigned };
+  const { selectTrustedKey } = await import('@packwarden/trust-root');
+  return { requireSigned, selectKey: (kid, at) => selectTrustedKey(root, kid, { at }) };
+}
