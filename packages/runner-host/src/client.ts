@@ -2,6 +2,7 @@ import { spawn, type ChildProcessByStdio, type SpawnOptions } from 'node:child_p
 import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
+import { ClientRun } from './client-run.js';
 import { FrameWriter, readFrames } from './codec.js';
 import { RunnerHostError } from './errors.js';
 import {
@@ -96,19 +97,6 @@ export interface RunnerClient {
   readonly closed: Promise<void>;
 }
 
-interface ClientRun {
-  runId: string;
-  lastSeq: number;
-  options: RunOptions;
-  events: RunEvent[];
-  waiter: (() => void) | undefined;
-  ended: boolean;
-  sent: boolean;
-  questionControllers: Map<string, AbortController>;
-  resolveOutcome: (outcome: RunOutcome) => void;
-  detachSignal: () => void;
-}
-
 const defaultTimers = {
   setTimeout: (callback: () => void, ms: number): unknown => {
     const handle = setTimeout(callback, ms);
@@ -196,33 +184,15 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
   }
 
   function endRun(run: ClientRun, outcome: RunOutcome): void {
-    if (run.ended) return;
-    run.ended = true;
-    runs.delete(run.runId);
-    run.detachSignal();
-    for (const controller of run.questionControllers.values()) controller.abort();
-    run.questionControllers.clear();
-    run.resolveOutcome(outcome);
-    run.waiter?.();
+    if (run.end(outcome)) runs.delete(run.runId);
   }
 
-  function deliver(run: ClientRun, event: RunEvent): void {
-    run.lastSeq = event.seq;
-    if (run.options.onEvent !== undefined) {
-      try {
-        run.options.onEvent(event);
-      } catch (error) {
-        options.onProtocolError?.(`onEvent threw: ${(error as Error).message}`);
-      }
-    } else {
-      run.events.push(event);
-      bufferedEvents += 1;
+  const buffer = {
+    change(count: number): void {
+      bufferedEvents += count;
       updateFlow();
-      const wake = run.waiter;
-      run.waiter = undefined;
-      wake?.();
-    }
-  }
+    },
+  };
 
   function lose(reason: string): void {
     if (closedFlag) return;
@@ -241,7 +211,7 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
         seq: run.lastSeq + 1,
         error: { code: 'host_lost', message: `host lost: ${reason}`, retryable: true },
       };
-      deliver(run, failed);
+      run.deliver(failed);
       endRun(run, failed);
     }
     if (paused) options.input.resume();
@@ -250,51 +220,6 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
       if (!inputEnded) options.input.destroy();
       resolveClosed();
     });
-  }
-
-  function answerQuestion(run: ClientRun, frame: QuestionFrame): void {
-    const controller = new AbortController();
-    run.questionControllers.set(frame.questionId, controller);
-    const handler = run.options.onQuestion;
-    Promise.resolve()
-      .then(() =>
-        handler === undefined
-          ? ({ decline: true } as const)
-          : handler(frame, { signal: controller.signal }),
-      )
-      .catch(() => ({ decline: true }) as const)
-      .then((answer: QuestionAnswer) => {
-        if (controller.signal.aborted || run.ended) return;
-        run.questionControllers.delete(frame.questionId);
-        if ('decline' in answer && answer.decline) {
-          decline();
-        } else {
-          const { selected, freeText } = answer as { selected?: string[]; freeText?: string };
-          send({
-            type: 'answer',
-            runId: run.runId,
-            questionId: frame.questionId,
-            selected: selected ?? [],
-            ...(freeText !== undefined ? { freeText } : {}),
-          });
-        }
-      })
-      // An answer that cannot be sent (not an object, over the frame cap) is a decline: the
-      // host's question must not wait for its timeout, and this chain must never reject unhandled
-      // (an unhandled rejection ends the driver's process).
-      .catch(() => {
-        if (controller.signal.aborted || run.ended) return;
-        run.questionControllers.delete(frame.questionId);
-        try {
-          decline();
-        } catch {
-          // The channel is gone: the run ends with host_lost.
-        }
-      });
-
-    function decline(): void {
-      send({ type: 'answer', runId: run.runId, questionId: frame.questionId, decline: true });
-    }
   }
 
   function onHostFrame(frame: HostFrame): void {
@@ -333,12 +258,10 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
       default: {
         const run = runs.get(frame.runId);
         if (run === undefined) return;
-        deliver(run, frame);
-        if (frame.type === 'question') answerQuestion(run, frame);
-        else if (frame.type === 'question_resolved') {
-          run.questionControllers.get(frame.questionId)?.abort();
-          run.questionControllers.delete(frame.questionId);
-        } else if (frame.type === 'result' || frame.type === 'failed') endRun(run, frame);
+        run.deliver(frame);
+        if (frame.type === 'question') run.answer(frame, send);
+        else if (frame.type === 'question_resolved') run.questionResolved(frame.questionId);
+        else if (frame.type === 'result' || frame.type === 'failed') endRun(run, frame);
       }
     }
   }
@@ -377,54 +300,8 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
 
   function run(request: RunRequest, runOptions: RunOptions = {}): RunHandle {
     const runId = request.runId ?? randomUUID();
-    let resolveOutcome!: (outcome: RunOutcome) => void;
-    const outcome = new Promise<RunOutcome>((resolve) => {
-      resolveOutcome = resolve;
-    });
-    const state: ClientRun = {
-      runId,
-      lastSeq: 0,
-      options: runOptions,
-      events: [],
-      waiter: undefined,
-      ended: false,
-      sent: false,
-      questionControllers: new Map(),
-      resolveOutcome,
-      detachSignal: () => {},
-    };
-    let iterating = false;
-    const handle: RunHandle = {
-      runId,
-      outcome,
-      [Symbol.asyncIterator]: () => {
-        if (iterating)
-          throw new RunnerHostError('ERR_INVALID_OPTIONS', 'a run can be iterated once');
-        iterating = true;
-        return {
-          next: async (): Promise<IteratorResult<RunEvent>> => {
-            for (;;) {
-              const event = state.events.shift();
-              if (event !== undefined) {
-                bufferedEvents -= 1;
-                updateFlow();
-                return { value: event, done: false };
-              }
-              if (state.ended) return { value: undefined, done: true };
-              await new Promise<void>((resolve) => {
-                state.waiter = resolve;
-              });
-            }
-          },
-          return: async (): Promise<IteratorResult<RunEvent>> => {
-            bufferedEvents -= state.events.length;
-            state.events = [];
-            updateFlow();
-            return { value: undefined, done: true };
-          },
-        };
-      },
-    };
+    const state = new ClientRun(runId, runOptions, buffer, options.onProtocolError);
+    const handle = state.handle();
     if (runs.has(runId)) {
       throw new RunnerHostError(
         'ERR_DUPLICATE_RUN',
