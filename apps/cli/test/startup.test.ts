@@ -85,6 +85,25 @@ describe('start-up: cheap commands do not load the verifier, jose or the tar cod
     expect(heavyIn(loaded.sources)).toEqual([]);
   });
 
+  test('store list --help, and store list on a local static store (issue 14 item 3)', () => {
+    const packs = tempDir();
+    cpSync(examplePack, join(packs, 'hello-pack'), { recursive: true });
+    const store = join(tempDir(), 'store');
+    const built = spawnSync(process.execPath, [bin, 'store', 'build', packs, '--out', store], {
+      encoding: 'utf8',
+    });
+    expect(built.status, built.stderr).toBe(0);
+    for (const args of [
+      ['store', 'list', '--help'],
+      ['store', 'list', '--store', store],
+    ]) {
+      const loaded = loadedSources(args);
+      expect(loaded.status, loaded.stderr).toBe(0);
+      expect(loaded.sources.length).toBeGreaterThan(0);
+      expect(heavyIn(loaded.sources)).toEqual([]);
+    }
+  });
+
   test('--help, -V, pack list and env do not load zod either', () => {
     for (const args of [['--help'], ['-V'], ['pack', 'list'], ['env']]) {
       const loaded = loadedSources(args);
