@@ -4,12 +4,15 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
   computePackDigest,
+  digestManifest,
   DIGEST_EXCLUDED_PATH as PACK_SIGNATURE_FILE,
+  type PackDigestEntry,
 } from '@packwarden/pack-digest';
 import { findPackFolders, loadPackManifest } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from './cache.js';
 import { StoreError } from './errors.js';
 import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
+import { isSlug } from './refs.js';
 import { compareSemver } from './semver.js';
 
 export interface BuildStaticStoreOptions {
@@ -33,6 +36,8 @@ export interface BuiltPack {
 export interface BuildStaticStoreResult {
   indexFile: string;
   packs: BuiltPack[];
+  /** Engines found in `<dir>/engines/` (README "Engines"); `digest` is the engine digest. */
+  engines: BuiltPack[];
 }
 
 /** Every archive is stamped with this time (2000-01-01T00:00:00Z), owner 0:0 and no user names. */
@@ -58,7 +63,7 @@ function byteOrder(a: string, b: string): number {
 /** One pack folder as a byte-reproducible .tar.gz: sorted entries, fixed times and owners, 0644/0755. */
 export async function packArchive(
   dir: string,
-): Promise<{ archive: Buffer; digest: string; signed: boolean }> {
+): Promise<{ archive: Buffer; digest: string; signed: boolean; entries: PackDigestEntry[] }> {
   const digest = await computePackDigest(dir);
   const files = digest.entries.map((e) => ({
     path: e.path,
@@ -150,7 +155,7 @@ export async function packArchive(
   await ended;
   const archive = gzipSync(Buffer.concat(chunks), { level: 9 });
   archive[9] = 3; // gzip OS byte: "Unix" on every platform, so Windows builds give the same bytes
-  return { archive, digest: digest.digest, signed: sig !== undefined };
+  return { archive, digest: digest.digest, signed: sig !== undefined, entries: digest.entries };
 }
 
 /**
@@ -173,8 +178,12 @@ export async function buildStaticStore(
       cause,
     });
   }
-  if (dirs.length === 0)
-    throw new StoreError('ERR_BUILD_NO_PACKS', `no agent.yaml found in ${root} or its subfolders`);
+  const engineDirs = await findEngineFolders(root);
+  if (dirs.length === 0 && engineDirs.length === 0)
+    throw new StoreError(
+      'ERR_BUILD_NO_PACKS',
+      `no agent.yaml found in ${root} or its subfolders, and no engines/<id>/engine.manifest.json`,
+    );
   const base = options.baseUrl
     ? options.baseUrl.endsWith('/')
       ? options.baseUrl
@@ -266,6 +275,8 @@ export async function buildStaticStore(
       artifact.tags = meta.tags as string[];
     index.artifacts.push(artifact);
   }
+  const engines = await buildEngines(engineDirs, out, base);
+  for (const engine of engines) index.artifacts.push(engine.artifact);
   const indexFile = join(out, 'index.json');
   try {
     await writeFileAtomic(indexFile, `${JSON.stringify(index, null, 2)}\n`);
@@ -277,5 +288,131 @@ export async function buildStaticStore(
   const packs = [...built.values()]
     .map((e) => e.pack)
     .sort((a, b) => a.slug.localeCompare(b.slug) || compareSemver(a.version, b.version));
-  return { indexFile, packs };
+  return { indexFile, packs, engines: engines.flatMap((engine) => engine.built) };
+}
+
+/**
+ * Engine folders of a store's source: `<dir>/engines/<slug>/` or `<dir>/engines/<slug>/<version>/`
+ * holding `engine.manifest.json` (the AgentHippo store's layout). A pack's own `engines/` folder
+ * is part of that pack, never an artifact of its own: a `<dir>` that is a pack has none.
+ */
+async function findEngineFolders(root: string): Promise<string[]> {
+  const isFile = async (path: string) =>
+    (await lstat(path).catch(() => undefined))?.isFile() === true;
+  if (await isFile(join(root, 'agent.yaml'))) return [];
+  const base = join(root, 'engines');
+  const found: string[] = [];
+  const subfolders = async (dir: string) =>
+    (await readdir(dir, { withFileTypes: true }).catch(() => []))
+      .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+      .map((entry) => join(dir, entry.name))
+      .sort();
+  for (const dir of await subfolders(base)) {
+    if (await isFile(join(dir, 'engine.manifest.json'))) found.push(dir);
+    else
+      for (const version of await subfolders(dir))
+        if (await isFile(join(version, 'engine.manifest.json'))) found.push(version);
+  }
+  return found;
+}
+
+/** Archives and index rows of engines: identity from pack-signature's one rule, engine digest. */
+async function buildEngines(
+  dirs: string[],
+  out: string,
+  base: string | undefined,
+): Promise<Array<{ artifact: StaticStoreIndex['artifacts'][number]; built: BuiltPack[] }>> {
+  if (dirs.length === 0) return [];
+  const { ENGINE_SIGNATURE_FILE, readEngineIdentity } = await import('@packwarden/pack-signature');
+  const bySlug = new Map<
+    string,
+    { built: BuiltPack; signature?: string; meta: Record<string, unknown> }[]
+  >();
+  for (const dir of dirs) {
+    const identity = readEngineIdentity(dir);
+    if ('problem' in identity)
+      throw new StoreError('ERR_BUILD_PACK_INVALID', `${dir}: ${identity.problem}`, {
+        subject: dir,
+      });
+    if (!isSlug(identity.id))
+      throw new StoreError(
+        'ERR_BUILD_PACK_INVALID',
+        `${dir}: engine id ${JSON.stringify(identity.id)} is not a store slug (kebab-case)`,
+        { subject: dir },
+      );
+    if ((await lstat(join(dir, PACK_SIGNATURE_FILE)).catch(() => undefined)) !== undefined)
+      throw new StoreError(
+        'ERR_BUILD_PACK_INVALID',
+        `${dir}: an engine folder holds a pack.sig, which no engine digest covers`,
+        { subject: dir },
+      );
+    const { id: slug, version } = identity;
+    const versions = bySlug.get(slug) ?? [];
+    if (versions.some((entry) => entry.built.version === version))
+      throw new StoreError(
+        'ERR_BUILD_DUPLICATE',
+        `engine ${slug}@${version} appears twice (${dir})`,
+        {
+          subject: `${slug}@${version}`,
+        },
+      );
+    const { archive, entries } = await packArchive(dir);
+    const signature = entries.find((entry) => entry.path === ENGINE_SIGNATURE_FILE);
+    const relative = `engines/${slug}/${slug}-${version}.tar.gz`;
+    try {
+      await mkdir(join(out, 'engines', slug), { recursive: true });
+      await writeFileAtomic(join(out, relative), archive);
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_BUILD_IO',
+        `cannot write ${join(out, relative)}: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+    const built: BuiltPack = {
+      slug,
+      version,
+      archive: base ? new URL(relative, base).href : relative,
+      size: archive.length,
+      sha256: createHash('sha256').update(archive).digest('hex'),
+      // The engine digest: Pack digest v1 without the root engine.sig (pack-signature README).
+      digest: digestManifest(entries.filter((entry) => entry !== signature)),
+      signed: signature !== undefined,
+    };
+    const meta = JSON.parse(await readFile(join(dir, 'engine.manifest.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    versions.push({
+      built,
+      meta,
+      ...(signature !== undefined
+        ? { signature: (await readFile(join(dir, ENGINE_SIGNATURE_FILE), 'utf8')).trim() }
+        : {}),
+    });
+    bySlug.set(slug, versions);
+  }
+  return [...bySlug.keys()].sort().map((slug) => {
+    const entries = bySlug
+      .get(slug)!
+      .sort((a, b) => compareSemver(b.built.version, a.built.version));
+    const latest = entries.find((e) => !e.built.version.includes('-')) ?? entries[0]!;
+    const artifact: StaticStoreIndex['artifacts'][number] = {
+      type: 'engine',
+      slug,
+      latestVersion: latest.built.version,
+      versions: entries.map((e) => ({
+        version: e.built.version,
+        archive: e.built.archive,
+        size: e.built.size,
+        sha256: e.built.sha256,
+        digest: e.built.digest,
+        ...(e.signature !== undefined ? { signature: e.signature } : {}),
+      })),
+    };
+    const { displayName, description } = latest.meta;
+    if (typeof displayName === 'string') artifact.displayName = displayName.slice(0, 200);
+    if (typeof description === 'string') artifact.description = description.slice(0, 4000);
+    return { artifact, built: entries.map((e) => e.built) };
+  });
 }

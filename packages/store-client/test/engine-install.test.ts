@@ -7,13 +7,22 @@ import { generateKeypair, signEngine } from '@packwarden/pack-signature';
 import { loadPackTrustRoot, selectTrustedKey } from '@packwarden/trust-root';
 import { describe, expect, it } from 'vitest';
 import {
+  buildStaticStore,
   installPack,
   openStore,
   parseArtifactRef,
   parseLockfile,
   type StoreError,
 } from '../src/index.js';
-import { listTree, makeTar, makeTgz, startServer, tempDir, type TarInput } from './helpers.js';
+import {
+  listTree,
+  makeTar,
+  makeTgz,
+  startServer,
+  tempDir,
+  writePack,
+  type TarInput,
+} from './helpers.js';
 
 // An AgentHippo-style store with an engine, as the store's scripts/build-index.ts writes it:
 // a row {id: "engine/<slug>", type: "engine", slug, latestVersion: <package.json version>}, the
@@ -273,5 +282,40 @@ describe('engine artifacts', () => {
       installPack(lying, parseArtifactRef('engine/echo'), { home: await tempDir(), env: {} }),
     );
     expect(error.code).toBe('ERR_PACK_DIGEST_MISMATCH');
+  });
+
+  it('buildStaticStore puts <dir>/engines/<id>/ beside the packs; the built engine installs signed', async () => {
+    const key = await generateKeypair({ kid: 'release' });
+    const { dir } = await engineFolder({ key });
+    const source = await tempDir();
+    await writePack(join(source, 'packs', 'uses-echo'), 'uses-echo', '1.0.0');
+    await mkdir(join(source, 'engines'));
+    await writeFile(join(source, 'engines', '.keep'), '');
+    const { cp } = await import('node:fs/promises');
+    await cp(dir, join(source, 'engines', 'echo'), { recursive: true });
+    const out = await tempDir();
+    const built = await buildStaticStore(source, { out });
+    expect(built.packs.map((p) => p.slug)).toEqual(['uses-echo']);
+    expect(built.engines).toMatchObject([{ slug: 'echo', version: '1.0.0', signed: true }]);
+    const signed = await signEngine(dir, {
+      privateKeyPem: key.privateKeyPem,
+      kid: key.kid,
+      write: false,
+    });
+    expect(built.engines[0]!.digest).toBe(signed.digest);
+    const store = await openStore({ url: out, cacheDir: false, env: {} });
+    expect(store.list().map((a) => `${a.type}/${a.slug}`)).toEqual([
+      'engine/echo',
+      'pack/uses-echo',
+    ]);
+    const home = await tempDir();
+    const result = await installPack(store, parseArtifactRef('engine/echo'), {
+      home,
+      env: {},
+      requireSigned: true,
+      selectKey: await selectorFor(key),
+    });
+    expect(result.verification?.kind).toBe('verified');
+    expect(result.dir).toBe(join(home, 'engines', 'echo', '1.0.0'));
   });
 });
