@@ -51,24 +51,79 @@ function isCoded(error: unknown): error is CodedError {
   return error instanceof Error && typeof (error as { code?: unknown }).code === 'string';
 }
 
-const HINTS: Record<string, string> = {
-  ERR_PACK_NOT_FOUND:
-    'run `packwarden pack list` to see installed packs, or pass a folder path such as ./my-pack',
-  ERR_PACK_REF_INVALID:
-    'pack names are kebab-case (code-reviewer, code-reviewer@1.2.0); write folders as paths (./my-pack)',
-  ERR_MANIFEST_NOT_FOUND: 'a pack folder holds agent.yaml at its root',
-  ERR_MANIFEST_INVALID:
-    'fix the fields above; `packwarden pack schema` prints the JSON Schema of agent.yaml',
-  ERR_DIGEST_UNSUPPORTED_TYPE:
-    'packs may hold only files, folders and symlinks: remove it from the pack',
-  ERR_DIGEST_NFC_COLLISION:
-    'rename one of the two: they are the same name on macOS and in the digest',
-  ERR_DIGEST_CONTROL_CHARACTER: 'rename it: names with control characters are refused everywhere',
-  ERR_DIGEST_INVALID_UTF8_NAME: 'rename it to valid UTF-8',
-  ERR_ALREADY_INSTALLED:
-    'pass --force to replace it, or install another version with <slug>@<version>',
-  ERR_SIGNATURE_REFUSED:
-    'only packs whose pack.sig verifies against your trust root are installed with --require-signed',
+/** The package an error comes from, by its class (the `packwarden.error` brand, else `name`). */
+const PACKAGE_OF: Record<string, string> = {
+  PackDigestError: 'pack-digest',
+  PackManifestError: 'pack-manifest',
+  PackSignatureError: 'pack-signature',
+  TrustRootError: 'trust-root',
+  StoreError: 'store-client',
+  RunnerHostError: 'runner-host',
+  EngineError: 'engines',
+  SandboxError: 'sandbox',
+};
+
+function packageOf(error: Error): string | undefined {
+  const brand = (error as unknown as Record<symbol, unknown>)[Symbol.for('packwarden.error')];
+  return PACKAGE_OF[typeof brand === 'string' ? brand : error.name];
+}
+
+const DOCKER_LOGIN =
+  'log in with `docker login HOST` (or set DOCKER_CONFIG to a folder holding config.json)';
+const OCI_REFERENCE =
+  'write oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]; --plain-http is for loopback registries only';
+
+/**
+ * Hints per package and code: the same code in two packages is two failures (store-client's
+ * ERR_SIGNATURE_REFUSED is an install refused, sandbox's a pack it will not serve).
+ */
+const HINTS: Record<string, Record<string, string>> = {
+  'pack-manifest': {
+    ERR_PACK_NOT_FOUND:
+      'run `packwarden pack list` to see installed packs, or pass a folder path such as ./my-pack',
+    ERR_PACK_REF_INVALID:
+      'pack names are kebab-case (code-reviewer, code-reviewer@1.2.0); write folders as paths (./my-pack)',
+    ERR_MANIFEST_NOT_FOUND: 'a pack folder holds agent.yaml at its root',
+    ERR_MANIFEST_INVALID:
+      'fix the fields above; `packwarden pack schema` prints the JSON Schema of agent.yaml',
+  },
+  'pack-digest': {
+    ERR_DIGEST_UNSUPPORTED_TYPE:
+      'packs may hold only files, folders and symlinks: remove it from the pack',
+    ERR_DIGEST_NFC_COLLISION:
+      'rename one of the two: they are the same name on macOS and in the digest',
+    ERR_DIGEST_CONTROL_CHARACTER: 'rename it: names with control characters are refused everywhere',
+    ERR_DIGEST_INVALID_UTF8_NAME: 'rename it to valid UTF-8',
+  },
+  'store-client': {
+    ERR_ALREADY_INSTALLED:
+      'pass --force to replace it, or install another version with <slug>@<version>',
+    ERR_SIGNATURE_REFUSED:
+      'only packs whose pack.sig verifies against your trust root are installed with --require-signed',
+    ERR_OCI_REF_INVALID: OCI_REFERENCE,
+    ERR_OCI_PLAIN_HTTP_REFUSED: OCI_REFERENCE,
+    ERR_OCI_DOCKER_CONFIG_INVALID: DOCKER_LOGIN,
+    ERR_OCI_AUTH_CHALLENGE_INVALID: DOCKER_LOGIN,
+    ERR_OCI_TOKEN_FAILED: DOCKER_LOGIN,
+    ERR_OCI_AUTH_FAILED: DOCKER_LOGIN,
+  },
+};
+
+/**
+ * Library failures the user fixes in their own configuration, which end with exit 2 ("usage or
+ * local misconfiguration") while keeping their library code: a bad OCI reference, --plain-http
+ * off loopback, an unreadable Docker config.json, credentials the registry refuses
+ * (packages/store-client/OCI.md "Errors"). Digest, size, manifest and network failures stay 1.
+ */
+const USAGE_CODES: Record<string, ReadonlySet<string>> = {
+  'store-client': new Set([
+    'ERR_OCI_REF_INVALID',
+    'ERR_OCI_PLAIN_HTTP_REFUSED',
+    'ERR_OCI_DOCKER_CONFIG_INVALID',
+    'ERR_OCI_AUTH_CHALLENGE_INVALID',
+    'ERR_OCI_TOKEN_FAILED',
+    'ERR_OCI_AUTH_FAILED',
+  ]),
 };
 
 /**
@@ -84,11 +139,14 @@ export function describeError(error: unknown): {
   if (error instanceof CliError)
     return { message: error.message, code: error.code, hint: error.hint, exitCode: error.exitCode };
   if (isCoded(error) && error.code.startsWith('ERR_')) {
+    const from = packageOf(error as unknown as Error);
+    const hint = from === undefined ? undefined : HINTS[from]?.[error.code];
     return {
       message: error.message,
       code: error.code,
-      hint: HINTS[error.code],
-      exitCode: EXIT.failure,
+      ...(hint === undefined ? {} : { hint }),
+      exitCode:
+        from !== undefined && USAGE_CODES[from]?.has(error.code) ? EXIT.usage : EXIT.failure,
     };
   }
   return {

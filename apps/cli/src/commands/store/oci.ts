@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import {
   installPack,
-  isStoreError,
   listOciTags,
   openPackArchive,
   pushPackFolder,
@@ -27,43 +26,6 @@ export function isOciArgument(reference: string): boolean {
   return reference.startsWith('oci://');
 }
 
-/**
- * Registry failures the user fixes in their own configuration (a reference, --plain-http off
- * loopback, the Docker config.json, credentials): exit 2 (DESIGN exit codes: "usage or local
- * misconfiguration"). Digest, size and manifest refusals stay 1 (packages/store-client/OCI.md
- * "Errors").
- */
-const CONFIG_CODES = new Set([
-  'ERR_OCI_REF_INVALID',
-  'ERR_OCI_PLAIN_HTTP_REFUSED',
-  'ERR_OCI_DOCKER_CONFIG_INVALID',
-  'ERR_OCI_AUTH_CHALLENGE_INVALID',
-  'ERR_OCI_TOKEN_FAILED',
-  'ERR_OCI_AUTH_FAILED',
-]);
-
-/** Runs `work`, turning an auth/config refusal into exit 2 while keeping its library code. */
-async function withOciExitCodes<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (isStoreError(error) && CONFIG_CODES.has(error.code)) {
-      const usage = new CliError(
-        error.message,
-        EXIT.usage,
-        error.code.startsWith('ERR_OCI_AUTH') || error.code === 'ERR_OCI_TOKEN_FAILED'
-          ? 'log in with `docker login HOST` (or set DOCKER_CONFIG to a folder holding config.json)'
-          : 'write oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]; --plain-http is for loopback registries only',
-        { cause: error },
-      );
-      // The JSON error document keeps the library's code (apps/cli/README.md "JSON output").
-      Object.defineProperty(usage, 'code', { value: error.code });
-      throw usage;
-    }
-    throw error;
-  }
-}
-
 function clientOptions(io: CliIo, flags: OciFlags) {
   return { env: io.env, ...(flags.plainHttp ? { plainHttp: true } : {}) };
 }
@@ -82,9 +44,7 @@ export async function storePush(
       'write oci://HOST[:PORT]/REPO[:TAG]',
     );
   const pack = await resolvePackArgument(io, packRef);
-  const pushed = await withOciExitCodes(() =>
-    pushPackFolder(pack.dir, reference, clientOptions(io, flags)),
-  );
+  const pushed = await pushPackFolder(pack.dir, reference, clientOptions(io, flags));
   if (flags.json) {
     printJson(io, { pushed });
     return EXIT.ok;
@@ -97,9 +57,7 @@ export async function storePush(
 
 /** `store info oci://…`: the artifact a reference resolves to, from its checked manifest. */
 export async function ociInfo(io: CliIo, reference: string, flags: OciFlags): Promise<number> {
-  const resolved = await withOciExitCodes(() =>
-    resolvePackArtifact(reference, clientOptions(io, flags)),
-  );
+  const resolved = await resolvePackArtifact(reference, clientOptions(io, flags));
   if (flags.json) {
     const { manifest: _manifest, ...rest } = resolved;
     printJson(io, { artifact: rest });
@@ -123,7 +81,7 @@ export async function ociInfo(io: CliIo, reference: string, flags: OciFlags): Pr
 
 /** `store list oci://HOST/REPO`: the repository's tags, and which one an untagged install takes. */
 export async function ociList(io: CliIo, reference: string, flags: OciFlags): Promise<number> {
-  const tags = await withOciExitCodes(() => listOciTags(reference, clientOptions(io, flags)));
+  const tags = await listOciTags(reference, clientOptions(io, flags));
   if (flags.json) {
     printJson(io, { repository: reference, tags });
     return EXIT.ok;
@@ -154,49 +112,46 @@ export async function installFromOci(
   check?: (pulled: ResolvedPackArtifact) => void,
 ): Promise<OciInstalled> {
   const policy = await installPolicy(io, flags);
-  return withOciExitCodes(() =>
-    withPulledPackArtifact(reference, clientOptions(io, flags), async (pulled) => {
-      // A lockfile's check (lock-actions.ts) runs before anything is installed.
-      check?.(pulled);
-      const archive = await openPackArchive(pulled.file, { env: io.env });
-      const opened = archive.resolve({
-        type: 'pack',
-        slug: pulled.meta.name,
-        version: pulled.meta.version,
-      });
-      if (opened.source.kind !== 'archive-file')
-        throw new Error('unreachable: not an archive file');
-      const { size, sha256, url } = opened.source;
-      // The same store object, its resolve narrowed to the annotations' digest: installPack
-      // finds a store's download context by identity (store-client keeps it beside the store,
-      // never on it), so a copy would be refused.
-      const resolveArchive = archive.resolve.bind(archive);
-      const store: Store = Object.assign(archive, {
-        resolve: (ref: Parameters<Store['resolve']>[0]) => {
-          resolveArchive(ref);
-          return {
-            type: 'pack' as const,
-            slug: pulled.meta.name,
-            version: pulled.meta.version,
-            source: { kind: 'static' as const, url, size, sha256, digest: pulled.meta.digest },
-          };
-        },
-      });
-      const result = await installPack(
-        store,
-        { type: 'pack', slug: pulled.meta.name, version: pulled.meta.version },
-        {
-          env: io.env,
-          ...policy,
-          ...(flags.force ? { force: true } : {}),
-          ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
-          ...(to === undefined ? {} : { to: resolve(io.cwd, to) }),
-        },
-      );
-      const { file: _file, ...artifact } = pulled;
-      return { result, artifact };
-    }),
-  );
+  return withPulledPackArtifact(reference, clientOptions(io, flags), async (pulled) => {
+    // A lockfile's check (lock-actions.ts) runs before anything is installed.
+    check?.(pulled);
+    const archive = await openPackArchive(pulled.file, { env: io.env });
+    const opened = archive.resolve({
+      type: 'pack',
+      slug: pulled.meta.name,
+      version: pulled.meta.version,
+    });
+    if (opened.source.kind !== 'archive-file') throw new Error('unreachable: not an archive file');
+    const { size, sha256, url } = opened.source;
+    // The same store object, its resolve narrowed to the annotations' digest: installPack
+    // finds a store's download context by identity (store-client keeps it beside the store,
+    // never on it), so a copy would be refused.
+    const resolveArchive = archive.resolve.bind(archive);
+    const store: Store = Object.assign(archive, {
+      resolve: (ref: Parameters<Store['resolve']>[0]) => {
+        resolveArchive(ref);
+        return {
+          type: 'pack' as const,
+          slug: pulled.meta.name,
+          version: pulled.meta.version,
+          source: { kind: 'static' as const, url, size, sha256, digest: pulled.meta.digest },
+        };
+      },
+    });
+    const result = await installPack(
+      store,
+      { type: 'pack', slug: pulled.meta.name, version: pulled.meta.version },
+      {
+        env: io.env,
+        ...policy,
+        ...(flags.force ? { force: true } : {}),
+        ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+        ...(to === undefined ? {} : { to: resolve(io.cwd, to) }),
+      },
+    );
+    const { file: _file, ...artifact } = pulled;
+    return { result, artifact };
+  });
 }
 
 /** `store install oci://…` and `pack install oci://… --to DIR`. */
