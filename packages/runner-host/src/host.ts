@@ -16,10 +16,11 @@ import {
   type RunFrame,
 } from './frames.js';
 import { HOST_LIMITS, capString, frameSecrets, splitDelta, toWireError } from './host-limits.js';
+import { HostRun } from './host-run.js';
 import { QuestionRegistry } from './question-registry.js';
 import { RunIdMemory } from './run-ids.js';
 import { createRunEmitter } from './run-emitter.js';
-import { DeltaRedactor, MAX_RUN_SECRETS, SecretSet, StreamScrubber } from './redactor.js';
+import { MAX_RUN_SECRETS, SecretSet } from './redactor.js';
 
 /** A diagnostic from the host, already scrubbed of secrets. */
 export interface RunnerHostLogEntry {
@@ -116,28 +117,6 @@ export interface RunnerHost {
 
 const MAX_TEXT_FIELD = HOST_LIMITS.textFieldChars;
 
-interface ActiveRun {
-  runId: string;
-  engine: RunnerEngine<unknown>;
-  controller: AbortController;
-  seq: number;
-  ended: boolean;
-  stopping: KillRequest['reason'] | undefined;
-  /** Set once the engine overran `maxBufferedOutputBytes`: its further output is discarded. */
-  muted: boolean;
-  graceTimer: unknown;
-  nativeSessionId: string | undefined;
-  text: DeltaRedactor;
-  thinking: DeltaRedactor;
-  /** The engine's `log` messages, a stream a driver may join like the deltas. */
-  logs: StreamScrubber;
-  logLevel: LogLevel;
-  /** Unpins the run's secrets (they stay remembered). */
-  releaseSecrets: () => void;
-  finished: Promise<void>;
-  markFinished: () => void;
-}
-
 /**
  * Serves the runner-host protocol on one channel (stdio, or one accepted socket connection).
  * Never throws after start and never prints: problems become frames and logger entries.
@@ -163,7 +142,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   let state: 'awaiting_hello' | 'ready' | 'stopping' = 'awaiting_hello';
   let driverCapabilities: Capabilities = {};
   let currentNativeSessionId = options.nativeSessionId;
-  let activeRun: ActiveRun | undefined;
+  let activeRun: HostRun | undefined;
   const runIds = new RunIdMemory();
   const maintenance = new Map<string, Promise<void>>();
   let resolveDone!: (exit: RunnerHostExit) => void;
@@ -207,19 +186,19 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   // Held delta text is not released before other frames: a driver joins the `text` (and the
   // `thinking`) deltas of a run across whatever frames come between, so a secret split around a
   // tool or progress frame must still meet its other half here (README "Secrets").
-  function runEvent(run: ActiveRun, frame: Record<string, unknown>): void {
+  function runEvent(run: HostRun, frame: Record<string, unknown>): void {
     run.seq += 1;
     send({ ...frame, runId: run.runId, seq: run.seq });
   }
 
-  function flushDeltas(run: ActiveRun): void {
+  function flushDeltas(run: HostRun): void {
     const text = run.text.flush();
     if (text !== '') queueDelta(run, 'text', text);
     const thinking = run.thinking.flush();
     if (thinking !== '') queueDelta(run, 'thinking', thinking);
   }
 
-  function queueDelta(run: ActiveRun, type: 'text' | 'thinking', delta: string): void {
+  function queueDelta(run: HostRun, type: 'text' | 'thinking', delta: string): void {
     for (const piece of splitDelta(delta)) {
       writer.writeDelta(type, run.runId, piece, () => {
         run.seq += 1;
@@ -232,7 +211,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     send({ type: 'failed', runId, seq: 1, error: { code, message, retryable } });
   }
 
-  function afterEmit(run: ActiveRun): Promise<void> {
+  function afterEmit(run: HostRun): Promise<void> {
     if (!run.ended && !run.muted && writer.bufferedBytes > maxBufferedOutputBytes) {
       run.muted = true;
       log(
@@ -246,7 +225,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     return writer.whenWritable();
   }
 
-  const questionRegistry = new QuestionRegistry<ActiveRun>({
+  const questionRegistry = new QuestionRegistry<HostRun>({
     timers,
     timeoutMs: questionTimeoutMs,
     maxPendingPerRun: maxPendingQuestions,
@@ -255,7 +234,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     log,
   });
 
-  function makeEmitter(run: ActiveRun): EngineEmitter {
+  function makeEmitter(run: HostRun): EngineEmitter {
     return createRunEmitter(run, {
       runEvent,
       queueDelta,
@@ -268,7 +247,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     });
   }
 
-  function finishRun(run: ActiveRun, terminal: Record<string, unknown>): void {
+  function finishRun(run: HostRun, terminal: Record<string, unknown>): void {
     if (run.ended) return;
     questionRegistry.cancelAll(run);
     if (!run.muted) {
@@ -306,7 +285,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }
   }
 
-  function stopRun(run: ActiveRun, reason: KillRequest['reason']): void {
+  function stopRun(run: HostRun, reason: KillRequest['reason']): void {
     if (run.ended || run.stopping !== undefined) return;
     run.stopping = reason;
     run.controller.abort(new RunnerHostError('ERR_RUN_ENDED', `run ${reason}`));
@@ -329,7 +308,7 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
     }, cancelGraceMs);
   }
 
-  function finishStopped(run: ActiveRun): void {
+  function finishStopped(run: HostRun): void {
     if (run.stopping === 'output_overflow') {
       finishRun(run, {
         type: 'failed',
@@ -411,29 +390,13 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
       return;
     }
     runIds.remember(frame.runId);
-    let markFinished!: () => void;
-    const finished = new Promise<void>((resolve) => {
-      markFinished = resolve;
-    });
-    const run: ActiveRun = {
-      runId: frame.runId,
-      engine: engine as RunnerEngine<unknown>,
-      controller: new AbortController(),
-      seq: 0,
-      ended: false,
-      stopping: undefined,
-      muted: false,
-      graceTimer: undefined,
-      nativeSessionId: frame.nativeSessionId ?? currentNativeSessionId,
-      text: new DeltaRedactor(secrets),
-      thinking: new DeltaRedactor(secrets),
-      logs: new StreamScrubber(secrets),
-      logLevel: 'info',
-      // Pinned, never evicted while the run lives, however many secrets other frames bring.
-      releaseSecrets: secrets.pin(runSecrets),
-      finished,
-      markFinished,
-    };
+    const run = new HostRun(
+      frame.runId,
+      engine as RunnerEngine<unknown>,
+      frame.nativeSessionId ?? currentNativeSessionId,
+      secrets,
+      runSecrets,
+    );
     activeRun = run;
     runEvent(run, { type: 'accepted', engineId: engine.id });
     const runOptions = engineRunOptions(frame, engine.id, hostSessionId, currentNativeSessionId);
