@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerEngineCommands } from './commands/engine/register.js';
 import { registerCompletionCommand } from './commands/completion/register.js';
 import { registerEnvCommand } from './commands/env/register.js';
 import { registerPackCommands } from './commands/pack/register.js';
@@ -43,6 +44,7 @@ Docs: https://github.com/packwarden/packwarden#readme`,
   registerTrustCommands(program, context);
   registerStoreCommands(program, context);
   registerSandboxCommands(program, context);
+  registerEngineCommands(program, context);
   registerEnvCommand(program, context);
   registerCompletionCommand(program, context);
   return program;
