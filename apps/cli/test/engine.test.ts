@@ -156,22 +156,24 @@ describe('store install engine/<id>, then run a pack that uses it (AgentHippo-st
     const pack = writePack(join(work, 'pack'));
     expect((await cli(['pack', 'sign', pack, '--key', key, '--kid', 'release'])).code).toBe(0);
 
-    // The sandbox's own PACKWARDEN_HOME is <state>/packwarden (docs/sandbox.md): install there.
+    // Installed in the user's own PACKWARDEN_HOME, as a user would; `run` hands that home to
+    // the sandbox (--engine-home), which loads the engine from a verified copy in its state.
+    const home = realpathSync(tempDir());
     const state = realpathSync(tempDir());
     const storeEnv = await agentHippoStore(engine);
     const installed = await cli(
       ['store', 'install', 'engine/echo', '--require-signed', '--keys', keys, '--json'],
-      { env: { ...storeEnv, PACKWARDEN_HOME: join(state, 'packwarden') } },
+      { env: { ...storeEnv, PACKWARDEN_HOME: home } },
     );
     expect(installed.code, installed.stderr).toBe(0);
     expect(JSON.parse(installed.stdout).installed).toMatchObject({
-      dir: join(state, 'packwarden', 'engines', 'echo', '1.0.0'),
+      dir: join(home, 'engines', 'echo', '1.0.0'),
       verification: { kind: 'verified' },
     });
 
     const run = packwarden(
       ['run', pack, 'hi', '--state-dir', state, '--require-signed-pack', '--keys', keys],
-      baseEnv(),
+      { ...baseEnv(), PACKWARDEN_HOME: home },
     );
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout).toContain(`echo engine at ${join(state, 'verified-engines', 'echo')}/`);
@@ -184,7 +186,8 @@ describe('store install engine/<id>, then run a pack that uses it (AgentHippo-st
     const pack = writePack(join(work, 'pack'));
     expect((await cli(['pack', 'sign', pack, '--key', key, '--kid', 'release'])).code).toBe(0);
     const state = realpathSync(tempDir());
-    const env = { ...(await agentHippoStore(engine)), PACKWARDEN_HOME: join(state, 'packwarden') };
+    const home = realpathSync(tempDir());
+    const env = { ...(await agentHippoStore(engine)), PACKWARDEN_HOME: home };
 
     const refused = await cli(
       ['store', 'install', 'engine/echo', '--require-signed', '--keys', keys],
@@ -193,23 +196,22 @@ describe('store install engine/<id>, then run a pack that uses it (AgentHippo-st
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('has no engine.sig: the engine is not signed');
     // Nothing written: no version folder, no current.txt, no staging folder, the lock released.
-    expect(readdirSync(join(state, 'packwarden', 'engines', 'echo'))).toEqual([]);
+    expect(readdirSync(join(home, 'engines', 'echo'))).toEqual([]);
 
     const installed = await cli(['store', 'install', 'engine/echo'], { env });
     expect(installed.code, installed.stderr).toBe(0);
-    const run = packwarden(['run', pack, 'hi', '--state-dir', state], baseEnv());
+    const userEnv = { ...baseEnv(), PACKWARDEN_HOME: home };
+    const run = packwarden(['run', pack, 'hi', '--state-dir', state], userEnv);
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toContain(
-      `echo engine at ${join(state, 'packwarden', 'engines', 'echo', '1.0.0')}/`,
-    );
+    expect(run.stdout).toContain(`echo engine at ${join(home, 'engines', 'echo', '1.0.0')}/`);
 
     const signedRun = packwarden(
       ['run', pack, 'hi', '--state-dir', state, '--require-signed-pack', '--keys', keys],
-      baseEnv(),
+      userEnv,
     );
     expect(signedRun.status).toBe(1);
     expect(signedRun.stderr).toContain(
-      `refusing to load the engine installed at ${join(state, 'packwarden', 'engines', 'echo', '1.0.0')} (unsigned:`,
+      `refusing to load the engine installed at ${join(home, 'engines', 'echo', '1.0.0')} (unsigned:`,
     );
     expect(signedRun.stdout).not.toContain('echo engine at');
   });

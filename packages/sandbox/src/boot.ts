@@ -23,6 +23,12 @@ export interface BootPackOptions {
   trustRoot: () => Promise<PackTrustRoot>;
   /** The environment every engine child starts from (already allow-listed). */
   engineEnv: Record<string, string>;
+  /**
+   * The `PACKWARDEN_HOME` whose `engines/<id>/` holds installed engines. Default the sandbox's own
+   * `<state>/packwarden`. Under a required signature an engine found there loads only from its
+   * verified copy (docs/sandbox.md, "What may load").
+   */
+  engineHome?: string;
   /** Kill grace of `exec` commands after a cancel. */
   execKillGraceMs: number;
   /**
@@ -90,7 +96,7 @@ export async function bootPack(options: BootPackOptions): Promise<BootedPack> {
     const loadOptions: LoadPackEngineOptions = {
       packDir,
       manifest,
-      home: state.packwardenHome,
+      home: options.engineHome ?? state.packwardenHome,
       env: options.engineEnv,
       // An exec command that ignores SIGTERM is killed well before the host gives up on it.
       exec: { killGraceMs: options.execKillGraceMs },

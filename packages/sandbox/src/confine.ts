@@ -33,7 +33,12 @@ export const GATEWAY_ENGINES: ReadonlySet<string> = new Set(['claude', 'codex'])
  * docs/sandbox.md, "What may load"). A missing SDK yields nothing here: loading the
  * engine then fails with its own error.
  */
-function engineFolders(engine: string, packDir: string, state: SandboxState): string[] {
+function engineFolders(
+  engine: string,
+  packDir: string,
+  state: SandboxState,
+  engineHome: string,
+): string[] {
   if (GATEWAY_ENGINES.has(engine)) {
     try {
       return engineCliFolders(engine as SdkEngineId);
@@ -43,7 +48,7 @@ function engineFolders(engine: string, packDir: string, state: SandboxState): st
   }
   if (engine === '' || BUILT_IN_ENGINES.includes(engine)) return [];
   if (existsSync(join(packDir, 'engines', engine))) return [];
-  const installed = join(state.packwardenHome, 'engines', engine);
+  const installed = join(engineHome, 'engines', engine);
   if (!existsSync(installed)) return [];
   // Under a required signature the engine loads from its verified copy, made after the walls
   // are set up (engine-admission.ts): its folder is bound now, by path, and filled before any
@@ -79,7 +84,7 @@ export interface SandboxConfinement {
  */
 export async function confineSandbox(
   mode: IsolationMode,
-  input: { packDir: string; manifest: AgentManifest; state: SandboxState },
+  input: { packDir: string; manifest: AgentManifest; state: SandboxState; engineHome?: string },
   env: Record<string, string | undefined>,
 ): Promise<SandboxConfinement> {
   const { manifest, state } = input;
@@ -100,7 +105,10 @@ export async function confineSandbox(
       mode,
       env,
       runtimeParent: state.stateDir,
-      readOnlyPaths: mode === 'off' ? [] : engineFolders(engine, input.packDir, state),
+      readOnlyPaths:
+        mode === 'off'
+          ? []
+          : engineFolders(engine, input.packDir, state, input.engineHome ?? state.packwardenHome),
     },
   );
   const missing: GuaranteeStatus[] = confinement.guarantees.filter(

@@ -133,6 +133,12 @@ export async function runInSandbox(
       : defaultRunStateDir(resolved.dir, manifest.metadata.name, { requireSigned, env });
   const workspace =
     options.workspace !== undefined ? resolve(cwd, options.workspace) : join(stateDir, 'workspace');
+  let engineHome: string | undefined;
+  try {
+    engineHome = packwardenHome(env);
+  } catch {
+    // No usable home (HOME unset or relative): the sandbox looks only in its own state.
+  }
 
   const args = [
     ...options.command.args,
@@ -145,6 +151,9 @@ export async function runInSandbox(
     workspace,
     ...(requireSigned ? ['--require-signed-pack'] : []),
     ...(options.isolation !== undefined ? ['--isolation', options.isolation] : []),
+    // Engines installed with `store install engine/<id>` live in the user's PACKWARDEN_HOME, not
+    // in the sandbox's own state (under a required signature they load from a verified copy).
+    ...(engineHome !== undefined ? ['--engine-home', engineHome] : []),
     ...(options.sandboxArgs ?? []),
   ];
   // Detached: a terminal's Ctrl-C reaches only the driver, which turns it into a cancel frame.

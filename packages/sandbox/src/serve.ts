@@ -60,6 +60,12 @@ export interface ServeSandboxOptions {
    * `off` runs commands as given. Default `auto`.
    */
   isolation?: IsolationMode;
+  /**
+   * The `PACKWARDEN_HOME` whose `engines/<id>/` holds installed engines (`packwarden run` passes
+   * the user's own). Default: the sandbox's `<state>/packwarden`. Under a required signature an
+   * installed engine loads only from its verified copy in the state (docs/sandbox.md).
+   */
+  engineHome?: string;
   /** Called once the pack is booted (verified, synced, engine loaded), before any session. */
   onBooted?: (booted: BootedPack, state: SandboxState) => void;
 }
@@ -123,6 +129,8 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   if (options.transport.kind === 'socket')
     await refuseExposedSocket(resolve(cwd, options.transport.path), state);
   const isolation = options.isolation ?? 'auto';
+  const engineHome =
+    options.engineHome === undefined ? undefined : resolve(cwd, options.engineHome);
   if (!ISOLATION_MODES.includes(isolation))
     throw new SandboxError('ERR_INVALID_OPTIONS', 'isolation must be required, auto or off');
   const booted = await bootPack({
@@ -134,8 +142,13 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     trustRoot,
     engineEnv: engineEnvironment(env),
     execKillGraceMs: Math.floor(cancelGraceMs / 2),
+    ...(engineHome !== undefined ? { engineHome } : {}),
     confine: ({ packDir, manifest }) =>
-      confineSandbox(isolation, { packDir, manifest, state }, trustEnv),
+      confineSandbox(
+        isolation,
+        { packDir, manifest, state, ...(engineHome !== undefined ? { engineHome } : {}) },
+        trustEnv,
+      ),
     onEngineLog: (level, message) => log(level, message),
     log,
   });

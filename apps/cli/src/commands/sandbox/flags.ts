@@ -11,6 +11,7 @@ export interface SandboxFlags extends TrustFlags {
   stdio?: boolean;
   stateDir?: string;
   workspace?: string;
+  engineHome?: string;
   requireSignedPack?: boolean;
   cancelGraceMs?: string;
   isolation?: IsolationFlag;

@@ -25,6 +25,10 @@ export function registerSandboxCommands(program: Command, { io, state }: Command
       .option('--state-dir <dir>', 'all writable state: HOME, caches, PACKWARDEN_HOME', '/state')
       .option('--workspace <dir>', 'the workspace engines work in (default <state-dir>/workspace)')
       .option(
+        '--engine-home <dir>',
+        'a PACKWARDEN_HOME whose engines/<id>/ holds installed engines (default <state-dir>/packwarden)',
+      )
+      .option(
         '--require-signed-pack',
         'copy the pack into the state dir, verify the copy, and run only that copy',
       )

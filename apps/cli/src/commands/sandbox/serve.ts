@@ -80,6 +80,7 @@ export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
           : { kind: 'socket', path: resolve(io.cwd, flags.socket as string) },
       stateDir: flags.stateDir ?? '/state',
       ...(flags.workspace !== undefined ? { workspace: flags.workspace } : {}),
+      ...(flags.engineHome !== undefined ? { engineHome: flags.engineHome } : {}),
       cwd: io.cwd,
       requireSignedPack: requireSigned,
       isolation,
