@@ -132,8 +132,8 @@ const USAGE_CODES: Record<string, ReadonlySet<string>> = {
  */
 export function describeError(error: unknown): {
   message: string;
-  code?: string;
-  hint?: string;
+  code?: string | undefined;
+  hint?: string | undefined;
   exitCode: number;
 } {
   if (error instanceof CliError)

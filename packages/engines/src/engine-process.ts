@@ -47,7 +47,10 @@ export interface RunHandlers {
 
 export type RunEnd =
   | { ok: true; nativeSessionId?: string }
-  | { ok: false; error: { message: string; code?: string; retryable?: boolean } };
+  | {
+      ok: false;
+      error: { message: string; code?: string | undefined; retryable?: boolean | undefined };
+    };
 
 interface Waiter {
   accept(message: ChildMessage): boolean;

@@ -176,7 +176,7 @@ export type StoreErrorCode =
 export interface StoreErrorOptions {
   cause?: unknown;
   /** The archive entry path, URL or file the error is about, when there is one. */
-  subject?: string;
+  subject?: string | undefined;
   /** `ERR_SIGNATURE_REFUSED`: the verification result that was not `verified`. */
   verification?: unknown;
 }

@@ -18,7 +18,7 @@ import { abortError, StoreError } from './errors.js';
 export const GZIP_SLICE_BYTES = 64 * 1024;
 
 export interface InflateOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * The most uncompressed bytes (in total) the caller accepts once `compressed` bytes are read
    * (its size and ratio bounds). Past it zlib is stopped: the pieces up to the one that crossed

@@ -39,14 +39,14 @@ export type StoreKind = 'static' | 'agenthippo' | 'archive';
 export interface StoreArtifact {
   type: ArtifactType;
   slug: string;
-  displayName?: string;
-  description?: string;
-  tags?: string[];
-  author?: string;
+  displayName?: string | undefined;
+  description?: string | undefined;
+  tags?: string[] | undefined;
+  author?: string | undefined;
   latestVersion: string;
   /** Every version, newest first (static stores; the AgentHippo index lists only the latest). */
   versions?: string[];
-  updatedAt?: string;
+  updatedAt?: string | undefined;
 }
 
 export interface StoreProblem {

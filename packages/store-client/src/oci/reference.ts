@@ -9,8 +9,8 @@ import { ociError } from './errors.js';
 export interface OciReference {
   registry: string;
   repository: string;
-  tag?: string;
-  digest?: string;
+  tag?: string | undefined;
+  digest?: string | undefined;
   /** The registry's base URL: `https://host[:port]`, or `http://` when `plainHttp` was allowed. */
   baseUrl: URL;
   plainHttp: boolean;

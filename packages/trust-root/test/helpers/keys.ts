@@ -21,7 +21,7 @@ export async function makeKey(kid: string, curve: 'P-256' | 'P-384' = 'P-256'): 
   const jwk = { ...exported, kid, alg: curve === 'P-256' ? 'ES256' : 'ES384', use: 'sig' };
   const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
   const thumbprint = await calculateJwkThumbprint(
-    { kty: 'EC', crv: exported['crv'], x: exported['x'], y: exported['y'] },
+    { kty: 'EC', crv: exported['crv']!, x: exported['x']!, y: exported['y']! },
     'sha256',
   );
   return { kid, publicKey, privateKey, jwk, pem, thumbprint };

@@ -6,11 +6,11 @@ import { loadLock } from '../../shared/lockfile.js';
 interface DriftRow {
   key: string;
   status: 'ok' | 'drifted' | 'missing' | 'unlocked' | 'unreadable';
-  dir?: string;
-  version?: string;
-  locked?: string;
-  actual?: string;
-  message?: string;
+  dir?: string | undefined;
+  version?: string | undefined;
+  locked?: string | undefined;
+  actual?: string | undefined;
+  message?: string | undefined;
 }
 
 /**
