@@ -68,13 +68,16 @@ const EXPECTED_EXPORTS = {
   '@packwarden/pack-digest': ['computePackDigest', 'diffPackManifests', 'PackDigestError'],
   '@packwarden/pack-signature': ['signPack', 'generateKeypair', 'PackSignatureError'],
   '@packwarden/trust-root': ['loadPackTrustRoot', 'selectTrustedKey', 'parsePins'],
+  '@packwarden/trust-root/env': ['TRUST_ROOT_ENV_VARIABLES'],
   '@packwarden/store-client': ['installPack', 'extractArchive', 'StoreError'],
+  '@packwarden/store-client/env': ['STORE_CLIENT_ENV_VARIABLES'],
   '@packwarden/runner-host': ['startRunnerHost', 'FrameDecoder', 'RunnerHostError'],
   '@packwarden/runner-host/protocol': ['runFrameSchema', 'hostFrameSchemas', 'framesJsonSchema'],
   '@packwarden/runner-host/conformance': ['runConformance', 'conformanceCases', 'RawPeer'],
   '@packwarden/runner-host/frames.schema.json': ['default'],
   '@packwarden/engines': ['loadPackEngine', 'loadCustomEngine', 'EngineError'],
   '@packwarden/sandbox': ['serveSandbox', 'bootPack', 'SandboxError'],
+  '@packwarden/sandbox/env': ['SANDBOX_ENV_VARIABLES'],
   packwarden: ['run', 'createProgram', 'VERSION', 'CliError'],
 };
 

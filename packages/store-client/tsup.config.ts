@@ -1,4 +1,5 @@
 import { libraryConfig } from '../../tsup.shared.js';
 
-// Two entries: the whole client, and `./store` (browse a store without the install code).
-export default libraryConfig(['src/index.ts', 'src/store-entry.ts']);
+// Three entries: the whole client, `./store` (browse a store without the install code) and
+// `./env` (the variables it reads, for `packwarden env`).
+export default libraryConfig(['src/index.ts', 'src/store-entry.ts', 'src/env-vars.ts']);

@@ -1,3 +1,4 @@
 import { libraryConfig } from '../../tsup.shared.js';
 
-export default libraryConfig();
+// Two entries: the trust root, and `./env` (the variables it reads, for `packwarden env`).
+export default libraryConfig(['src/index.ts', 'src/env-vars.ts']);

@@ -8,6 +8,8 @@ export {
   readPackwardenFlag,
 } from './env.js';
 export type { Env, PackwardenEnvValue } from './env.js';
+export { PACK_MANIFEST_ENV_VARIABLES } from './env-vars.js';
+export type { PackwardenEnvVariable } from './env-vars.js';
 export {
   FIND_PACKS_MAX_DEPTH,
   FIND_PACKS_MAX_FOLDERS,

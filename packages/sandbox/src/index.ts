@@ -53,3 +53,4 @@ export type {
   IsolationMode,
   ProxyEvent,
 } from './isolation/index.js';
+export { SANDBOX_ENV_VARIABLES } from './env-vars.js';

@@ -62,3 +62,4 @@ export {
   writeLockfile,
 } from './lockfile.js';
 export type { LockEntry, Lockfile } from './lockfile.js';
+export { STORE_CLIENT_ENV_VARIABLES } from './env-vars.js';

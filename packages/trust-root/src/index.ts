@@ -32,3 +32,4 @@ export type {
   TrustRootStatus,
   UnavailableTrustRoot,
 } from './types.js';
+export { TRUST_ROOT_ENV_VARIABLES } from './env-vars.js';
