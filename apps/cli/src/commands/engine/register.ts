@@ -63,21 +63,16 @@ Examples:
 
 /**
  * The private key, read by pack-signature with the rules of `pack sign` (its README "Key files":
- * a regular file, never a symlink, owner-only, at most 64 KiB); a refusal is exit 2.
+ * a regular file, never a symlink, owner-only, at most 64 KiB); a refusal is exit 2 with the hints
+ * of `pack sign` (`keyFileError`). Imported here, not at the top: registering commands must not
+ * load the signer.
  */
 async function readKey(path: string): Promise<string> {
-  const { isPackSignatureError, readPrivateKeyFile } = await import('@packwarden/pack-signature');
-  return readPrivateKeyFile(path).catch((error: unknown) => {
-    if (!isPackSignatureError(error) || !error.code.startsWith('ERR_KEY_FILE_')) throw error;
-    throw new CliError(
-      error.message,
-      EXIT.usage,
-      error.code === 'ERR_KEY_FILE_UNSAFE'
-        ? `chmod 600 ${path}, and consider the key exposed if others could read it`
-        : 'create one with `packwarden pack keygen -o FILE`',
-      { code: 'ERR_CLI_KEY_FILE', cause: error },
-    );
-  });
+  const [{ readPrivateKeyFile }, { keyFileError }] = await Promise.all([
+    import('@packwarden/pack-signature'),
+    import('../pack/key-file.js'),
+  ]);
+  return readPrivateKeyFile(path).catch(keyFileError('--key', path));
 }
 
 export async function engineSign(
