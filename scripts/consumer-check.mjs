@@ -71,6 +71,7 @@ const EXPECTED_EXPORTS = {
   '@packwarden/trust-root/env': ['TRUST_ROOT_ENV_VARIABLES'],
   '@packwarden/store-client': ['installPack', 'extractArchive', 'StoreError'],
   '@packwarden/store-client/env': ['STORE_CLIENT_ENV_VARIABLES'],
+  '@packwarden/store-client/store': ['openStore', 'parseArtifactRef', 'StoreError'],
   '@packwarden/runner-host': ['startRunnerHost', 'FrameDecoder', 'RunnerHostError'],
   '@packwarden/runner-host/protocol': ['runFrameSchema', 'hostFrameSchemas', 'framesJsonSchema'],
   '@packwarden/runner-host/conformance': ['runConformance', 'conformanceCases', 'RawPeer'],
