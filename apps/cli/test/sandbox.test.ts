@@ -583,7 +583,9 @@ echo '{"type":"text","delta":"planted"}'`,
     expect(existsSync(canary)).toBe(false);
     expect(readdirSync(join(home, 'sandbox'))).toHaveLength(2);
 
-    // Planted straight into the signed run's own state: refused with its own code, still never run.
+    // Planted straight into the signed run's own state: `run` looks for installed engines in the
+    // user's PACKWARDEN_HOME (--engine-home), never in a sandbox state, so it is not even found
+    // (the sandbox's own refusal of an unverified engine there: packages/sandbox engine tests).
     const [signedState] = readdirSync(join(home, 'sandbox')).filter(
       (name) => name !== plantedState,
     );
@@ -600,7 +602,8 @@ echo '{"type":"text","delta":"planted"}'`,
       env,
     );
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toContain('not in the verified pack');
+    expect(refused.stderr).toContain('no engine "ghost"');
+    expect(refused.stderr).not.toContain(ghostDir);
     expect(existsSync(canary)).toBe(false);
   });
 });
