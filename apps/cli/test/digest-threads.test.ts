@@ -1,0 +1,100 @@
+import { spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  ftruncateSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { computePackDigest } from '@packwarden/pack-digest';
+import { afterEach, describe, expect, test } from 'vitest';
+import { cleanTemps, tempDir } from './helpers.js';
+
+const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+afterEach(cleanTemps);
+
+const MiB = 1024 * 1024;
+
+interface CoverageScript {
+  url: string;
+  functions: Array<{ functionName: string; ranges: Array<{ count: number }> }>;
+}
+
+/**
+ * Runs the built binary under V8 coverage, which Node writes for every thread, worker threads
+ * included (one file per thread). Returns, per thread, how often `hashRegularFileSync` ran: in
+ * the bundle (dist/cli.cjs) on the calling thread, in `[worker eval]` on a hashing worker
+ * (packages/pack-digest/src/hash-pool.ts starts workers from source text, so they work from a
+ * bundle too).
+ */
+function digestUnderCoverage(dir: string) {
+  const coverage = tempDir();
+  const result = spawnSync(process.execPath, [bin, 'pack', 'digest', dir], {
+    encoding: 'utf8',
+    env: { ...process.env, PACKWARDEN_HOME: tempDir(), NODE_V8_COVERAGE: coverage },
+    timeout: 60_000,
+  });
+  let callingThread = 0;
+  const workers: number[] = [];
+  for (const file of readdirSync(coverage)) {
+    const report = JSON.parse(readFileSync(join(coverage, file), 'utf8')) as {
+      result: CoverageScript[];
+    };
+    for (const script of report.result) {
+      const hashed = script.functions
+        .filter((fn) => fn.functionName === 'hashRegularFileSync')
+        .reduce((sum, fn) => sum + fn.ranges[0]!.count, 0);
+      if (script.url.endsWith('/dist/cli.cjs')) callingThread += hashed;
+      else if (script.url === '[worker eval]') workers.push(hashed);
+    }
+  }
+  return { ...result, callingThread, workers };
+}
+
+/**
+ * A pack over pack-digest's threshold for threads (24 MiB): eight sparse 16 MiB files, cheap to
+ * make, hashed like any other (the holes read as zeros), each made distinct by its first bytes.
+ */
+function largePack(): string {
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, 'agent.yaml'),
+    'apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: big, version: 1.0.0}\n',
+  );
+  for (let i = 0; i < 8; i++) {
+    const fd = openSync(join(dir, `blob-${i}.bin`), 'w');
+    try {
+      writeFileSync(fd, `blob ${i}\n`);
+      ftruncateSync(fd, 16 * MiB);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return dir;
+}
+
+describe('pack digest from the bundled CLI (issue 14)', () => {
+  test('a large pack is hashed on worker threads too, to the library digest', async () => {
+    const dir = largePack();
+    const run = digestUnderCoverage(dir);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const { digest } = await computePackDigest(dir);
+    expect(run.stdout).toBe(`${digest}  big@1.0.0\n`);
+    // Every one of the nine files is hashed once; the deferred file's fstat on the calling
+    // thread (it crossed the threshold) is one more call there.
+    const total = run.callingThread + run.workers.reduce((sum, n) => sum + n, 0);
+    expect(total).toBe(10);
+    if (availableParallelism() > 1) {
+      // The worker started from the bundle and took its share: 112 MiB remain once the pool
+      // starts, far more than the calling thread hashes while a worker starts (~20–40 ms).
+      expect(run.workers).toHaveLength(Math.min(availableParallelism(), 7) - 1);
+      expect(Math.max(...run.workers)).toBeGreaterThan(0);
+    } else {
+      expect(run.workers).toEqual([]);
+    }
+  });
+});
