@@ -111,7 +111,7 @@ export function yamlNestingEstimate(text: string, limit = MANIFEST_MAX_NESTING):
   let quote: '"' | "'" | undefined;
   let blockScalar: BlockScalar | undefined;
   /** The next character begins a node (so a quote or bracket there is structure). */
-  let nodeStart = false;
+  let nodeStart: boolean;
   /** The previous node was quoted or a flow collection: a `:` right after it is an indicator. */
   let afterJsonNode = false;
 
@@ -160,6 +160,11 @@ export function yamlNestingEstimate(text: string, limit = MANIFEST_MAX_NESTING):
       if (max > limit) return max;
       nodeStart = true;
       afterJsonNode = false;
+    } else {
+      // A flow collection left open on an earlier line (a ` #` comment can hide its closer): the
+      // library may read what starts this line as a new node, block indicators included, so a
+      // node may start here too.
+      nodeStart = true;
     }
     const lineIndent = at;
 

@@ -67,6 +67,13 @@ describe('yamlNestingEstimate', () => {
     );
   });
 
+  test('a flow collection whose closer a comment hides still counts what the next lines nest (found by the property above)', () => {
+    const text = 'k: {k: x # y}\nkey:\n  - a\n  - - - - k: a\n    - a\n  - a';
+    expect(yamlNestingEstimate(text, Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(
+      libraryDepth(text),
+    );
+  });
+
   test('counts deep nesting in every style', () => {
     const styles: [string, (depth: number) => string][] = [
       ['JSON objects', (d) => `${'{"a":'.repeat(d)}1${'}'.repeat(d)}`],
