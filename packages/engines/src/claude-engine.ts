@@ -1,20 +1,18 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { AgentManifest } from '@packwarden/pack-manifest';
-import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
-import type { CommandWrapper } from './command-wrapper.js';
-import type { PackEngine, PackIdentity } from './pack-engine.js';
-import { readPackPrompt } from './pack-prompt.js';
+import type { EngineEmitter } from '@packwarden/runner-host';
+import { isJsonObject } from './json-object.js';
+import type { PackEngine } from './pack-engine.js';
 import { effectiveFileAccess } from './permissions.js';
 import { claudePermissions, type ClaudePermissionOptions } from './sdk-permissions.js';
-import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
+import { loadSdkEngine, type SdkEngineOptions } from './sdk-engine.js';
+import { ENGINE_SDKS } from './sdk-loader.js';
 import {
+  driveCliTurn,
   linkedController,
-  openModelRoute,
-  sdkChildEnvironment,
-  turnFailure,
-  type ModelOriginAdmission,
+  openCliTurn,
+  throwReportedFailure,
+  type ReportedFailure,
+  type VendorCli,
 } from './sdk-turn.js';
 
 /** Where Claude Code sends model requests when the run names no server. */
@@ -34,12 +32,19 @@ export const CLAUDE_QUIET_ENV: Readonly<Record<string, string>> = Object.freeze(
   CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
 });
 
-/** Credentials Claude Code would read from its environment: never passed to it. */
-const CLAUDE_CREDENTIAL_ENV = [
-  'ANTHROPIC_API_KEY',
-  'ANTHROPIC_AUTH_TOKEN',
-  'CLAUDE_CODE_OAUTH_TOKEN',
-];
+/**
+ * Claude Code's environment: the credentials it would read (the API key is routed through the
+ * gateway, the others never reach it) and its configuration folder (engines README, "Model
+ * credentials").
+ */
+const CLAUDE_CLI: VendorCli = {
+  defaultUpstream: CLAUDE_DEFAULT_UPSTREAM,
+  credentialStyle: 'x-api-key',
+  tokenEnv: ['ANTHROPIC_API_KEY'],
+  credentialEnv: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'],
+  homeEnv: 'CLAUDE_CONFIG_DIR',
+  homeFolder: 'claude',
+};
 
 /** The options this engine gives the Claude Agent SDK's `query()` (a subset of its `Options`). */
 export interface ClaudeQueryOptions extends ClaudePermissionOptions {
@@ -70,38 +75,14 @@ export interface ClaudeAgentSdk {
   query(params: { prompt: string; options?: ClaudeQueryOptions }): AsyncIterable<unknown>;
 }
 
-export interface CreateClaudeEngineOptions {
-  pack: PackIdentity;
-  /** The environment Claude Code starts from (the sandbox's own). Default `process.env`. */
-  baseEnv?: Record<string, string | undefined>;
-  /** The Claude Code executable (`pathToClaudeCodeExecutable`). Default: the SDK's own. */
-  executablePath?: string;
-  /** Imports the SDK. Default `import('@anthropic-ai/claude-agent-sdk')`. */
-  loadSdk?: () => Promise<ClaudeAgentSdk>;
-  /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
-  packDir?: string;
-  manifest?: AgentManifest;
-  /** Confinement: Claude Code starts through it (and so does everything it runs). */
-  wrap?: CommandWrapper; /**
-   * Called before the CLI starts, each turn, with the origin it will send model requests to (the
-   * turn's model gateway, or the server root without a token): confinement allows it through its
-   * host proxy for this turn (`Confinement#admitOrigin`, whose release runs when the turn ends).
-   * Throwing fails the turn (`confinement_failed`).
-   */
-  onModelOrigin?: ModelOriginAdmission;
+/** The `claude` engine's options; the CLI they speak of is Claude Code. */
+export interface CreateClaudeEngineOptions extends SdkEngineOptions<ClaudeAgentSdk> {
   /**
    * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
    * then a `workspace-write` turn may run shell commands (engines README, "Shell commands").
    */
   confinedWrites?: boolean;
 }
-
-type Json = Record<string, unknown>;
-
-const failure = (code: string, message: string) => ({ code, message });
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const importClaudeSdk = async (): Promise<ClaudeAgentSdk> =>
   (await import('@anthropic-ai/claude-agent-sdk')) as unknown as ClaudeAgentSdk;
@@ -114,14 +95,14 @@ class ClaudeTurn {
   #streamedText = false;
   #streamedThinking = false;
   /** Why the turn failed, as the CLI reported it (the SDK did not throw). */
-  failure: { code: string; message: string } | undefined;
+  failure: ReportedFailure | undefined;
 
   constructor(emitter: EngineEmitter) {
     this.#emitter = emitter;
   }
 
   async handle(message: unknown): Promise<void> {
-    if (!isObject(message)) return;
+    if (!isJsonObject(message)) return;
     if (typeof message.session_id === 'string' && message.session_id !== '') {
       if (message.session_id !== this.#session) {
         this.#session = message.session_id;
@@ -146,17 +127,18 @@ class ClaudeTurn {
             errors.join('; ') ||
             (typeof message.result === 'string' && message.result !== '' ? message.result : '') ||
             String(message.subtype);
-          this.failure ??= failure(
-            'claude_error',
-            `Claude Code ended the turn with an error: ${detail}`,
-          );
+          this.failure ??= {
+            code: 'claude_error',
+            message: `Claude Code ended the turn with an error: ${detail}`,
+          };
         }
         return;
     }
   }
 
   async #streamEvent(event: unknown): Promise<void> {
-    if (!isObject(event) || event.type !== 'content_block_delta' || !isObject(event.delta)) return;
+    if (!isJsonObject(event) || event.type !== 'content_block_delta' || !isJsonObject(event.delta))
+      return;
     const { delta } = event;
     if (delta.type === 'text_delta' && typeof delta.text === 'string') {
       this.#streamedText = true;
@@ -168,7 +150,7 @@ class ClaudeTurn {
   }
 
   async #assistant(message: unknown, topLevel: boolean): Promise<void> {
-    const content = isObject(message) && Array.isArray(message.content) ? message.content : [];
+    const content = isJsonObject(message) && Array.isArray(message.content) ? message.content : [];
     // With partial messages on, the text already went out as deltas; the complete message
     // only adds what was not streamed (older CLIs, or a stand-in that does not stream).
     const streamedText = this.#streamedText;
@@ -176,7 +158,7 @@ class ClaudeTurn {
     this.#streamedText = false;
     this.#streamedThinking = false;
     for (const block of content) {
-      if (!isObject(block)) continue;
+      if (!isJsonObject(block)) continue;
       if (block.type === 'text' && typeof block.text === 'string') {
         if (topLevel && !streamedText) await this.#emitter.text(block.text);
       } else if (block.type === 'thinking' && typeof block.thinking === 'string') {
@@ -190,9 +172,9 @@ class ClaudeTurn {
   }
 
   async #toolResults(message: unknown): Promise<void> {
-    const content = isObject(message) && Array.isArray(message.content) ? message.content : [];
+    const content = isJsonObject(message) && Array.isArray(message.content) ? message.content : [];
     for (const block of content) {
-      if (!isObject(block) || block.type !== 'tool_result') continue;
+      if (!isJsonObject(block) || block.type !== 'tool_result') continue;
       if (typeof block.tool_use_id !== 'string') continue;
       await this.#emitter.toolEnd({
         toolCallId: block.tool_use_id,
@@ -213,30 +195,17 @@ class ClaudeTurn {
  * permission mode; `nativeSessionId` resumes a session.
  */
 export async function createClaudeEngine(options: CreateClaudeEngineOptions): Promise<PackEngine> {
-  const sdk = await loadEngineSdk('claude', options.loadSdk ?? importClaudeSdk);
-  const baseEnv = options.baseEnv ?? process.env;
-  const packPrompt =
-    options.packDir !== undefined && options.manifest !== undefined
-      ? await readPackPrompt(options.packDir, options.manifest)
-      : undefined;
+  const { sdk, baseEnv, packPrompt } = await loadSdkEngine('claude', options, importClaudeSdk);
   const { wrap } = options;
 
   return {
     id: 'claude',
     displayName: `Claude Code (${ENGINE_SDKS.claude})`,
     async stream(message, runOptions, emitter, runtime, signal) {
-      const secrets = new SecretSet();
-      secrets.add(runOptions.modelToken);
-      secrets.add(runOptions.gatewaySessionKey);
-      for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
-
-      const env = sdkChildEnvironment(baseEnv, runOptions);
-      // A credential from the base environment goes through the gateway like the run's token.
-      const token = runOptions.modelToken ?? env.ANTHROPIC_API_KEY;
-      secrets.add(token);
-      for (const name of CLAUDE_CREDENTIAL_ENV) delete env[name];
-      env.CLAUDE_CONFIG_DIR ??= join(runtime.stateDir, 'claude');
-      await mkdir(env.CLAUDE_CONFIG_DIR, { recursive: true });
+      const { secrets, env, route } = await openCliTurn(CLAUDE_CLI, runOptions, runtime, {
+        baseEnv,
+        onModelOrigin: options.onModelOrigin,
+      });
       const fileAccess = effectiveFileAccess(
         runOptions.permissions?.fileAccess,
         options.pack.fileAccess,
@@ -244,13 +213,6 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
       // Claude Code refuses bypassPermissions as root unless told it runs in a sandbox: a
       // `full` turn is one the pack is allowed, and packwarden's walls are the sandbox.
       if (fileAccess === 'full' && process.getuid?.() === 0) env.IS_SANDBOX = '1';
-      const route = await openModelRoute(
-        runOptions.baseUrl,
-        token,
-        CLAUDE_DEFAULT_UPSTREAM,
-        'x-api-key',
-        options.onModelOrigin,
-      );
       if (route.root !== undefined) env.ANTHROPIC_BASE_URL = route.root;
       if (route.credential !== undefined) env.ANTHROPIC_API_KEY = route.credential;
       if (route.custom) Object.assign(env, CLAUDE_QUIET_ENV);
@@ -308,23 +270,23 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
           : {}),
       };
       const turn = new ClaudeTurn(emitter);
-      try {
-        for await (const sdkMessage of sdk.query({ prompt: message, options: queryOptions })) {
-          await turn.handle(sdkMessage);
-        }
-      } catch (error) {
-        if (signal.aborted) return;
-        throw turnFailure(
-          'claude_failed',
-          secrets.scrubText(error instanceof Error ? error.message : String(error)),
-        );
-      } finally {
-        unlink();
-        await route.close();
-      }
-      if (!signal.aborted && turn.failure !== undefined) {
-        throw turnFailure(turn.failure.code, secrets.scrubText(turn.failure.message));
-      }
+      await driveCliTurn(
+        async () => {
+          for await (const sdkMessage of sdk.query({ prompt: message, options: queryOptions })) {
+            await turn.handle(sdkMessage);
+          }
+        },
+        {
+          engine: 'claude',
+          signal,
+          secrets,
+          close: async () => {
+            unlink();
+            await route.close();
+          },
+        },
+      );
+      throwReportedFailure(turn.failure, signal, secrets);
     },
   };
 }

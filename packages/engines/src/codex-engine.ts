@@ -1,20 +1,21 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AgentManifest } from '@packwarden/pack-manifest';
-import { SecretSet, type EngineEmitter } from '@packwarden/runner-host';
-import type { PackEngine, PackIdentity } from './pack-engine.js';
-import { readPackPrompt } from './pack-prompt.js';
-import type { CommandWrapper } from './command-wrapper.js';
+import type { EngineEmitter } from '@packwarden/runner-host';
 import { sdkCodexPath, writeCodexLauncher } from './codex-launcher.js';
 import { refusedCalls } from './codex-rollout.js';
+import { isJsonObject, type JsonObject } from './json-object.js';
+import type { PackEngine } from './pack-engine.js';
 import { effectiveFileAccess } from './permissions.js';
 import { codexSandboxMode, type CodexSandboxMode } from './sdk-permissions.js';
-import { ENGINE_SDKS, loadEngineSdk } from './sdk-loader.js';
+import { loadSdkEngine, type SdkEngineOptions } from './sdk-engine.js';
+import { ENGINE_SDKS } from './sdk-loader.js';
 import {
-  openModelRoute,
-  sdkChildEnvironment,
+  driveCliTurn,
+  errorMessage,
+  openCliTurn,
+  throwReportedFailure,
   turnFailure,
-  type ModelOriginAdmission,
+  type ReportedFailure,
+  type VendorCli,
 } from './sdk-turn.js';
 
 /** Where codex sends model requests when the run names no server (its OpenAI default). */
@@ -26,8 +27,18 @@ export const CODEX_PROVIDER_ID = 'packwarden';
 /** The variable that holds the gateway's per-turn placeholder (the provider's `env_key`). */
 export const CODEX_PROVIDER_KEY_ENV = 'PACKWARDEN_MODEL_KEY';
 
-/** Credentials codex would read from its environment: never passed to it. */
-const CODEX_CREDENTIAL_ENV = ['CODEX_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'];
+/**
+ * codex's environment: the credentials it would read (its API keys are routed through the
+ * gateway, none of them reaches it) and its home folder (engines README, "Model credentials").
+ */
+const CODEX_CLI: VendorCli = {
+  defaultUpstream: CODEX_DEFAULT_UPSTREAM,
+  credentialStyle: 'bearer',
+  tokenEnv: ['CODEX_API_KEY', 'OPENAI_API_KEY'],
+  credentialEnv: ['CODEX_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'],
+  homeEnv: 'CODEX_HOME',
+  homeFolder: 'codex',
+};
 
 type CodexConfigValue = string | number | boolean | CodexConfigValue[] | CodexConfig;
 export const CODEX_QUIET_CONFIG = {
@@ -74,25 +85,8 @@ export interface CodexSdk {
   };
 }
 
-export interface CreateCodexEngineOptions {
-  pack: PackIdentity;
-  /** The environment the Codex CLI starts from (the sandbox's own). Default `process.env`. */
-  baseEnv?: Record<string, string | undefined>;
-  /** The `codex` executable (`codexPathOverride`). Default: the SDK's own. */
-  executablePath?: string;
-  /** Imports the SDK. Default `import('@openai/codex-sdk')`. */
-  loadSdk?: () => Promise<CodexSdk>;
-  /** The pack folder and its manifest: their prompt (`spec.prompts.system`, `AGENTS.md`) reaches the model. */
-  packDir?: string;
-  manifest?: AgentManifest;
-  /** Confinement: codex starts through it (and so does everything it runs). */
-  wrap?: CommandWrapper; /**
-   * Called before the CLI starts, each turn, with the origin it will send model requests to (the
-   * turn's model gateway, or the server root without a token): confinement allows it through its
-   * host proxy for this turn (`Confinement#admitOrigin`, whose release runs when the turn ends).
-   * Throwing fails the turn (`confinement_failed`).
-   */
-  onModelOrigin?: ModelOriginAdmission;
+/** The `codex` engine's options; the CLI they speak of is codex. */
+export interface CreateCodexEngineOptions extends SdkEngineOptions<CodexSdk> {
   /**
    * Set only when `wrap`'s walls enforce writes (nothing outside the workspace is writable):
    * codex's own sandbox cannot nest inside them (no user namespaces left), so a
@@ -100,13 +94,6 @@ export interface CreateCodexEngineOptions {
    */
   confinedWrites?: boolean;
 }
-
-type Json = Record<string, unknown>;
-
-const failure = (code: string, message: string) => ({ code, message });
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const importCodexSdk = async (): Promise<CodexSdk> =>
   (await import('@openai/codex-sdk')) as unknown as CodexSdk;
@@ -118,7 +105,7 @@ class CodexTurn {
   readonly #sent = new Map<string, number>();
   readonly #toolsStarted = new Set<string>();
   /** Why the turn failed, as the CLI reported it (the SDK did not throw). */
-  failure: { code: string; message: string } | undefined;
+  failure: ReportedFailure | undefined;
   completed = false;
   lastError: string | undefined;
   threadId: string | undefined;
@@ -128,7 +115,7 @@ class CodexTurn {
   }
 
   async handle(event: unknown): Promise<void> {
-    if (!isObject(event)) return;
+    if (!isJsonObject(event)) return;
     switch (event.type) {
       case 'thread.started':
         if (typeof event.thread_id === 'string' && event.thread_id !== '') {
@@ -139,14 +126,14 @@ class CodexTurn {
       case 'item.started':
       case 'item.updated':
       case 'item.completed':
-        if (isObject(event.item)) await this.#item(event.item, event.type === 'item.completed');
+        if (isJsonObject(event.item)) await this.#item(event.item, event.type === 'item.completed');
         return;
       case 'turn.failed': {
-        const detail = isObject(event.error) ? event.error.message : undefined;
-        this.failure ??= failure(
-          'codex_turn_failed',
-          `Codex failed the turn: ${typeof detail === 'string' ? detail : 'no detail'}`,
-        );
+        const detail = isJsonObject(event.error) ? event.error.message : undefined;
+        this.failure ??= {
+          code: 'codex_turn_failed',
+          message: `Codex failed the turn: ${typeof detail === 'string' ? detail : 'no detail'}`,
+        };
         return;
       }
       case 'turn.completed':
@@ -163,7 +150,7 @@ class CodexTurn {
     }
   }
 
-  async #delta(item: Json, send: (delta: string) => Promise<void>): Promise<void> {
+  async #delta(item: JsonObject, send: (delta: string) => Promise<void>): Promise<void> {
     if (typeof item.id !== 'string' || typeof item.text !== 'string') return;
     const sent = this.#sent.get(item.id) ?? 0;
     if (item.text.length > sent) {
@@ -178,7 +165,7 @@ class CodexTurn {
     await this.#emitter.toolStart({ toolCallId: id, name, input });
   }
 
-  async #item(item: Json, completed: boolean): Promise<void> {
+  async #item(item: JsonObject, completed: boolean): Promise<void> {
     const id = typeof item.id === 'string' ? item.id : undefined;
     switch (item.type) {
       case 'agent_message':
@@ -187,7 +174,7 @@ class CodexTurn {
         return this.#delta(item, (delta) => this.#emitter.thinking(delta));
       case 'todo_list':
         if (Array.isArray(item.items)) {
-          const done = item.items.filter((todo) => isObject(todo) && todo.completed === true);
+          const done = item.items.filter((todo) => isJsonObject(todo) && todo.completed === true);
           await this.#emitter.progress(`plan: ${done.length}/${item.items.length} done`);
         }
         return;
@@ -213,7 +200,7 @@ class CodexTurn {
 
 /** Codex items that are tool calls, as `tool_start` / `tool_end` see them. */
 function toolOf(
-  item: Json,
+  item: JsonObject,
 ): { name: string; input: unknown; output: unknown; isError: boolean } | undefined {
   const failed = item.status === 'failed';
   switch (item.type) {
@@ -257,12 +244,7 @@ function toolOf(
  * turn's file access becomes its `--sandbox` mode; `nativeSessionId` resumes a thread.
  */
 export async function createCodexEngine(options: CreateCodexEngineOptions): Promise<PackEngine> {
-  const sdk = await loadEngineSdk('codex', options.loadSdk ?? importCodexSdk);
-  const baseEnv = options.baseEnv ?? process.env;
-  const packPrompt =
-    options.packDir !== undefined && options.manifest !== undefined
-      ? await readPackPrompt(options.packDir, options.manifest)
-      : undefined;
+  const { sdk, baseEnv, packPrompt } = await loadSdkEngine('codex', options, importCodexSdk);
 
   return {
     id: 'codex',
@@ -283,25 +265,10 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
           'the codex engine cannot run a turn without file access: its narrowest sandbox (read-only) still reads the workspace',
         );
       }
-      const secrets = new SecretSet();
-      secrets.add(runOptions.modelToken);
-      secrets.add(runOptions.gatewaySessionKey);
-      for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
-
-      const env = sdkChildEnvironment(baseEnv, runOptions);
-      // A credential from the base environment goes through the gateway like the run's token.
-      const token = runOptions.modelToken ?? env.CODEX_API_KEY ?? env.OPENAI_API_KEY;
-      secrets.add(token);
-      for (const name of CODEX_CREDENTIAL_ENV) delete env[name];
-      env.CODEX_HOME ??= join(runtime.stateDir, 'codex');
-      await mkdir(env.CODEX_HOME, { recursive: true });
-      const route = await openModelRoute(
-        runOptions.baseUrl,
-        token,
-        CODEX_DEFAULT_UPSTREAM,
-        'bearer',
-        options.onModelOrigin,
-      );
+      const { secrets, env, home, route } = await openCliTurn(CODEX_CLI, runOptions, runtime, {
+        baseEnv,
+        onModelOrigin: options.onModelOrigin,
+      });
       if (route.credential !== undefined) env[CODEX_PROVIDER_KEY_ENV] = route.credential;
       const config: CodexConfig = {};
       if (route.root !== undefined) {
@@ -350,7 +317,7 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
           await route.close();
           throw turnFailure(
             'confinement_failed',
-            `codex cannot start confined: ${error instanceof Error ? error.message : String(error)}`,
+            `codex cannot start confined: ${errorMessage(error)}`,
           );
         }
       }
@@ -380,27 +347,29 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
           ? codex.resumeThread(runOptions.nativeSessionId, threadOptions)
           : codex.startThread(threadOptions);
       const turn = new CodexTurn(emitter);
-      try {
-        const { events } = await thread.runStreamed(message, { signal });
-        for await (const event of events) {
-          await turn.handle(event);
-          if (turn.failure !== undefined) break;
-        }
-      } catch (error) {
-        if (signal.aborted) return;
-        throw turnFailure(
-          'codex_failed',
-          secrets.scrubText(error instanceof Error ? error.message : String(error)),
-        );
-      } finally {
-        await route.close();
-        await launcher?.remove();
-      }
+      await driveCliTurn(
+        async () => {
+          const { events } = await thread.runStreamed(message, { signal });
+          for await (const event of events) {
+            await turn.handle(event);
+            if (turn.failure !== undefined) break;
+          }
+        },
+        {
+          engine: 'codex',
+          signal,
+          secrets,
+          close: async () => {
+            await route.close();
+            await launcher?.remove();
+          },
+        },
+      );
       const threadId = turn.threadId ?? runOptions.nativeSessionId;
       if (!signal.aborted && turn.completed && threadId !== undefined) {
         // Calls codex refused itself never reach its event stream: report them from its
         // session rollout, so the run shows every tool call the model made.
-        const refused = await refusedCalls(env.CODEX_HOME, threadId);
+        const refused = await refusedCalls(home, threadId);
         if (refused === undefined) {
           await emitter.warning(
             'codex_rollout_unreadable',
@@ -418,11 +387,12 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
         }
       }
       if (!turn.completed && turn.lastError !== undefined) {
-        turn.failure ??= failure('codex_error', `Codex reported an error: ${turn.lastError}`);
+        turn.failure ??= {
+          code: 'codex_error',
+          message: `Codex reported an error: ${turn.lastError}`,
+        };
       }
-      if (!signal.aborted && turn.failure !== undefined) {
-        throw turnFailure(turn.failure.code, secrets.scrubText(turn.failure.message));
-      }
+      throwReportedFailure(turn.failure, signal, secrets);
     },
   };
 }

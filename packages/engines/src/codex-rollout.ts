@@ -1,5 +1,6 @@
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isJsonObject, type JsonObject } from './json-object.js';
 
 /** Bounds on what is read of a codex session rollout (it is codex's file, not ours). */
 export const ROLLOUT_LIMITS = Object.freeze({
@@ -18,10 +19,6 @@ export interface RefusedCall {
   input: unknown;
   output: string;
 }
-
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 async function findRollout(
   dir: string,
@@ -67,9 +64,9 @@ async function readTail(path: string, maxBytes: number): Promise<string> {
   }
 }
 
-const turnOf = (payload: Json): unknown =>
+const turnOf = (payload: JsonObject): unknown =>
   payload.turn_id ??
-  (isObject(payload.internal_chat_message_metadata_passthrough)
+  (isJsonObject(payload.internal_chat_message_metadata_passthrough)
     ? payload.internal_chat_message_metadata_passthrough.turn_id
     : undefined);
 
@@ -95,19 +92,19 @@ export async function refusedCalls(
   } catch {
     return undefined;
   }
-  const records: Json[] = [];
+  const records: JsonObject[] = [];
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     try {
       const record: unknown = JSON.parse(line);
-      if (isObject(record) && isObject(record.payload)) records.push(record);
+      if (isJsonObject(record) && isJsonObject(record.payload)) records.push(record);
     } catch {
       // A line codex is still writing, or one cut by the bound: skipped.
     }
   }
   let turn: unknown;
   for (const record of records) {
-    const payload = record.payload as Json;
+    const payload = record.payload as JsonObject;
     if (record.type === 'event_msg' && payload.type === 'task_started') turn = payload.turn_id;
   }
   if (turn === undefined) return undefined;
@@ -115,7 +112,7 @@ export async function refusedCalls(
   const outputs = new Map<string, string>();
   const ran = new Set<string>();
   for (const record of records) {
-    const payload = record.payload as Json;
+    const payload = record.payload as JsonObject;
     if (turnOf(payload) !== turn) continue;
     if (record.type === 'response_item' && typeof payload.call_id === 'string') {
       if (payload.type === 'function_call' || payload.type === 'custom_tool_call') {
@@ -140,7 +137,7 @@ export async function refusedCalls(
     } else if (
       record.type === 'event_msg' &&
       payload.type === 'item_completed' &&
-      isObject(payload.item) &&
+      isJsonObject(payload.item) &&
       typeof payload.item.id === 'string'
     ) {
       ran.add(payload.item.id);

@@ -1,4 +1,6 @@
-import type { EngineRunOptions } from '@packwarden/runner-host';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SecretSet, type EngineRunOptions } from '@packwarden/runner-host';
 import {
   rootString,
   serverRoot,
@@ -6,10 +8,17 @@ import {
   type GatewayCredentialStyle,
   type ModelGateway,
 } from './model-gateway.js';
+import type { EngineRuntime } from './runtime.js';
+import type { SdkEngineId } from './sdk-loader.js';
 
 /** A turn failure the runner host turns into `failed` with this `snake_case` code. */
 export function turnFailure(code: string, message: string, retryable = false): Error {
   return Object.assign(new Error(message), { code, retryable });
+}
+
+/** The message of something thrown, for a failure that names its cause. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /**
@@ -92,7 +101,7 @@ export async function openModelRoute(
       await route.close();
       throw turnFailure(
         'confinement_failed',
-        `the model origin could not be allowed: ${error instanceof Error ? error.message : String(error)}`,
+        `the model origin could not be allowed: ${errorMessage(error)}`,
       );
     }
   }
@@ -132,7 +141,7 @@ async function openRoute(
   } catch (error) {
     throw turnFailure(
       'model_gateway_failed',
-      `the model gateway did not start: ${error instanceof Error ? error.message : String(error)}`,
+      `the model gateway did not start: ${errorMessage(error)}`,
     );
   }
   return {
@@ -141,4 +150,110 @@ async function openRoute(
     custom: root !== undefined,
     close: () => gateway.close(),
   };
+}
+
+/** What an engine's turn needs to know of its vendor CLI to start it (see {@link openCliTurn}). */
+export interface VendorCli {
+  /** Where the CLI sends model requests when the run names no server. */
+  readonly defaultUpstream: string;
+  /** How the CLI presents its credential, so the gateway swaps the right header. */
+  readonly credentialStyle: GatewayCredentialStyle;
+  /** Variables the CLI takes a model credential from, in its order of preference. */
+  readonly tokenEnv: readonly string[];
+  /** Every credential variable the CLI would read: none of them reaches it. */
+  readonly credentialEnv: readonly string[];
+  /** The variable naming the CLI's own folder; unset, it is `<stateDir>/<homeFolder>`. */
+  readonly homeEnv: string;
+  readonly homeFolder: string;
+}
+
+/** One vendor-CLI turn, set up: what {@link openCliTurn} gives the engine. */
+export interface CliTurn {
+  /** The run's secret values, scrubbed from every failure message of the turn. */
+  secrets: SecretSet;
+  /** The CLI's environment so far: no credential in it; routing variables are the engine's. */
+  env: Record<string, string>;
+  /** The CLI's own folder (created), also in `env` under `homeEnv`. */
+  home: string;
+  /** The turn's model route: the engine closes it when the turn ends. */
+  route: ModelRoute;
+}
+
+/**
+ * The steps every vendor-CLI turn starts with (engines README, "Model credentials"): the run's
+ * secret values are noted for scrubbing; the CLI's environment is the base one plus `turnEnv`
+ * without a credential variable, and its own folder is in the state dir unless the environment
+ * names one; a credential found there goes through the gateway like the run's token, which wins.
+ */
+export async function openCliTurn(
+  cli: VendorCli,
+  runOptions: EngineRunOptions,
+  runtime: EngineRuntime,
+  options: {
+    baseEnv: Record<string, string | undefined>;
+    onModelOrigin?: ModelOriginAdmission | undefined;
+  },
+): Promise<CliTurn> {
+  const secrets = new SecretSet();
+  secrets.add(runOptions.modelToken);
+  secrets.add(runOptions.gatewaySessionKey);
+  for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
+
+  const env = sdkChildEnvironment(options.baseEnv, runOptions);
+  let token = runOptions.modelToken;
+  for (const name of cli.tokenEnv) token ??= env[name];
+  secrets.add(token);
+  for (const name of cli.credentialEnv) delete env[name];
+  const home = (env[cli.homeEnv] ??= join(runtime.stateDir, cli.homeFolder));
+  await mkdir(home, { recursive: true });
+  const route = await openModelRoute(
+    runOptions.baseUrl,
+    token,
+    cli.defaultUpstream,
+    cli.credentialStyle,
+    options.onModelOrigin,
+  );
+  return { secrets, env, home, route };
+}
+
+/** A failure the CLI reported in its stream (the SDK did not throw). */
+export interface ReportedFailure {
+  code: string;
+  message: string;
+}
+
+/**
+ * Drives the SDK through one turn, then runs `close` whatever happened. What the SDK throws fails
+ * the turn as `<engine>_failed`, the run's secrets scrubbed from its message, unless the run was
+ * cancelled: then the turn just ends, and every later step of the engine checks `signal` before
+ * it reports anything.
+ */
+export async function driveCliTurn(
+  drive: () => Promise<void>,
+  turn: {
+    engine: SdkEngineId;
+    signal: AbortSignal;
+    secrets: SecretSet;
+    close: () => Promise<void>;
+  },
+): Promise<void> {
+  try {
+    await drive();
+  } catch (error) {
+    if (turn.signal.aborted) return;
+    throw turnFailure(`${turn.engine}_failed`, turn.secrets.scrubText(errorMessage(error)));
+  } finally {
+    await turn.close();
+  }
+}
+
+/** Fails the turn with what the CLI reported, its secrets scrubbed, unless the run was cancelled. */
+export function throwReportedFailure(
+  reported: ReportedFailure | undefined,
+  signal: AbortSignal,
+  secrets: SecretSet,
+): void {
+  if (!signal.aborted && reported !== undefined) {
+    throw turnFailure(reported.code, secrets.scrubText(reported.message));
+  }
 }
