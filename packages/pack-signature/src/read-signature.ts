@@ -1,7 +1,7 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACK_SIGNATURE_FILE, PACK_SIGNATURE_MAX_BYTES } from './constants.js';
 import { PackSignatureError } from './errors.js';
+import { readBoundedFile } from './read-bounded-file.js';
 import {
   parsePackToken,
   type MalformedReason,
@@ -63,71 +63,45 @@ export async function readPackToken(packDir: string): Promise<ReadPackToken> {
   if (typeof packDir !== 'string' || packDir === '') {
     throw new PackSignatureError('ERR_INVALID_ARGUMENT', 'packDir must be a non-empty string.');
   }
-  const file = join(packDir, PACK_SIGNATURE_FILE);
-  // Synchronous calls on purpose: the file is at most PACK_SIGNATURE_MAX_BYTES and opened with
-  // O_NONBLOCK, so each call returns in microseconds, where four trips through libuv's thread
-  // pool cost more than the read itself and, on a busy machine, wait for a free core.
-  let fd: number;
-  try {
-    fd = openSync(
-      file,
-      constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
-    );
-  } catch (cause) {
-    const code = (cause as { code?: string }).code;
-    if (code === 'ENOENT') return { kind: 'absent' };
-    if (code === 'ELOOP') {
-      return malformed(
-        'not-regular-file',
-        `${PACK_SIGNATURE_FILE} is a symlink; it must be a regular file`,
-      );
-    }
-    throw new PackSignatureError(
-      'ERR_SIGNATURE_UNREADABLE',
-      `cannot open ${file}: ${(cause as Error).message}`,
-      { cause },
-    );
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) {
-      return malformed('not-regular-file', `${PACK_SIGNATURE_FILE} is not a regular file`);
-    }
-    if (stats.size > PACK_SIGNATURE_MAX_BYTES) {
+  return readSignatureToken(packDir, PACK_SIGNATURE_FILE);
+}
+
+/**
+ * Reads `<dir>/<name>` (`pack.sig`, or `engine.sig` of README "Engine signatures") bounded and
+ * without following a symlink (`readBoundedFile`), and runs the strict pre-parser on it. Throws
+ * `ERR_SIGNATURE_UNREADABLE` only when the OS refuses to open or read it.
+ */
+export function readSignatureToken(dir: string, name: string): ReadPackToken {
+  const file = join(dir, name);
+  const read = readBoundedFile(file, PACK_SIGNATURE_MAX_BYTES);
+  switch (read.kind) {
+    case 'absent':
+      return read;
+    case 'symlink':
+      return malformed('not-regular-file', `${name} is a symlink; it must be a regular file`);
+    case 'not-regular-file':
+      return malformed('not-regular-file', `${name} is not a regular file`);
+    case 'too-large':
       return malformed(
         'too-large',
-        `${PACK_SIGNATURE_FILE} is ${stats.size} bytes, more than the ${PACK_SIGNATURE_MAX_BYTES} allowed`,
+        `${name} is ${read.size} bytes, more than the ${PACK_SIGNATURE_MAX_BYTES} allowed`,
       );
-    }
-    // Read at most one byte past what fstat said: a file that grows meanwhile is still bounded.
-    const buffer = Buffer.allocUnsafe(Math.min(stats.size, PACK_SIGNATURE_MAX_BYTES) + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const bytesRead = readSync(fd, buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    if (length > stats.size) {
-      return malformed('too-large', `${PACK_SIGNATURE_FILE} grew while it was being read`);
-    }
-    // latin1 maps each byte to one character, so a non-ASCII byte is refused as a character
-    // outside base64url instead of being decoded.
-    const parsed = parsePackToken(buffer.toString('latin1', 0, length));
-    if (!parsed.ok) return malformed(parsed.reason, parsed.message);
-    return { kind: 'present', parsed: parsed.value };
-  } catch (cause) {
-    throw new PackSignatureError(
-      'ERR_SIGNATURE_UNREADABLE',
-      `cannot read ${file}: ${(cause as Error).message}`,
-      { cause },
-    );
-  } finally {
-    try {
-      closeSync(fd);
-    } catch {
-      // Nothing was written through it; a failed close changes nothing about what was read.
-    }
+    case 'grew':
+      return malformed('too-large', `${name} grew while it was being read`);
+    case 'failed':
+      throw new PackSignatureError(
+        'ERR_SIGNATURE_UNREADABLE',
+        `cannot ${read.step} ${file}: ${(read.cause as Error).message}`,
+        { cause: read.cause },
+      );
+    case 'read':
+      break;
   }
+  // latin1 maps each byte to one character, so a non-ASCII byte is refused as a character
+  // outside base64url instead of being decoded.
+  const parsed = parsePackToken(read.bytes.toString('latin1'));
+  if (!parsed.ok) return malformed(parsed.reason, parsed.message);
+  return { kind: 'present', parsed: parsed.value };
 }
 
 function malformed(reason: MalformedReason, message: string): ReadPackToken {

@@ -1,22 +1,21 @@
-import { createPublicKey } from 'node:crypto';
-import { join, resolve } from 'node:path';
-import { computePackDigest, DIGEST_ALGORITHM, formatManifestLine } from '@packwarden/pack-digest';
+import { DIGEST_ALGORITHM, formatManifestLine } from '@packwarden/pack-digest';
 import { loadPackManifest } from '@packwarden/pack-manifest';
-import { CompactSign } from 'jose';
-import { removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
 import {
   FILE_LIST_MAX_ENTRIES,
-  PACK_SIGNATURE_ALG,
   PACK_SIGNATURE_FILE,
-  PACK_SIGNATURE_IAT_RANGE,
   PACK_SIGNATURE_MAX_BYTES,
 } from './constants.js';
-import { checkEs256Jws } from './es256.js';
 import { PackSignatureError } from './errors.js';
-import { kidProblem } from '@packwarden/pack-manifest/resolve';
 import { PackSignaturePayloadSchema } from './payload.js';
-import { importSigningKey } from './signing-key.js';
-import { parsePackToken, type PackSignatureHeader } from './strict-jws.js';
+import {
+  checkAndWriteSignature,
+  clearStaleSignatures,
+  digestToSign,
+  resolveSigning,
+  signPayload,
+  type SigningKind,
+} from './sign-folder.js';
+import type { PackSignatureHeader } from './strict-jws.js';
 
 export interface SignPackOptions {
   /** The ES256 private key, PKCS#8 PEM (as written by `generateKeypair`). Required. */
@@ -60,41 +59,12 @@ export interface SignedPack {
   entryCount: number;
 }
 
-interface ResolvedSignOptions {
-  privateKeyPem: string;
-  kid: string;
-  fileList: boolean;
-  now: Date;
-  write: boolean;
-  signal: AbortSignal | undefined;
-}
-
-function resolveSignOptions(options: SignPackOptions): ResolvedSignOptions {
-  if (typeof options !== 'object' || options === null) {
-    throw new PackSignatureError('ERR_INVALID_ARGUMENT', 'signPack: options must be an object.');
-  }
-  const problem = kidProblem(options.kid);
-  if (problem !== undefined) {
-    throw new PackSignatureError('ERR_INVALID_KID', `signPack: ${problem}.`);
-  }
-  const now = options.now ?? new Date();
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new PackSignatureError('ERR_INVALID_ARGUMENT', 'signPack: now must be a valid Date.');
-  }
-  for (const name of ['fileList', 'write'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'boolean') {
-      throw new PackSignatureError('ERR_INVALID_ARGUMENT', `signPack: ${name} must be a boolean.`);
-    }
-  }
-  return {
-    privateKeyPem: options.privateKeyPem,
-    kid: options.kid,
-    fileList: options.fileList ?? true,
-    now,
-    write: options.write ?? true,
-    signal: options.signal,
-  };
-}
+const PACK_SIGNING: SigningKind = {
+  caller: 'signPack',
+  subject: 'pack',
+  file: PACK_SIGNATURE_FILE,
+  schema: PackSignaturePayloadSchema,
+};
 
 /**
  * Signs the pack in `packDir`: validates its `agent.yaml`, computes Pack digest v1 and signs
@@ -103,21 +73,8 @@ function resolveSignOptions(options: SignPackOptions): ResolvedSignOptions {
  * checks before it is returned or written.
  */
 export async function signPack(packDir: string, options: SignPackOptions): Promise<SignedPack> {
-  if (typeof packDir !== 'string' || packDir === '') {
-    throw new PackSignatureError(
-      'ERR_INVALID_ARGUMENT',
-      'signPack: packDir must be a non-empty string.',
-    );
-  }
-  const resolved = resolveSignOptions(options);
-  const iat = Math.floor(resolved.now.getTime() / 1000);
-  if (iat < PACK_SIGNATURE_IAT_RANGE.min || iat > PACK_SIGNATURE_IAT_RANGE.max) {
-    throw new PackSignatureError(
-      'ERR_INVALID_ARGUMENT',
-      'signPack: now must lie between 2000-01-01 and 2100-01-01; verifiers refuse any other iat.',
-    );
-  }
-  const privateKey = importSigningKey(resolved.privateKeyPem);
+  const signing = resolveSigning(packDir, options, PACK_SIGNING, ['fileList']);
+  const fileList = options.fileList ?? true;
 
   let manifest;
   try {
@@ -129,106 +86,39 @@ export async function signPack(packDir: string, options: SignPackOptions): Promi
       { cause },
     );
   }
-  if (resolved.write) {
-    // A signer killed between its temporary file and the rename leaves that file in the pack
-    // root, where this digest would count it as content: clear it first.
-    const busy = await removeStaleTemporaries(packDir, PACK_SIGNATURE_FILE).catch(() => []);
-    if (busy.length > 0) {
-      throw new PackSignatureError(
-        'ERR_SIGNING_IN_PROGRESS',
-        `another process is signing ${packDir} right now (${busy.join(', ')}); try again when it is done`,
-      );
-    }
-  }
-  let packDigest;
-  try {
-    packDigest = await computePackDigest(
-      packDir,
-      resolved.signal ? { signal: resolved.signal } : {},
-    );
-  } catch (cause) {
-    if ((cause as { code?: string }).code === 'ERR_DIGEST_ABORTED') {
-      throw new PackSignatureError('ERR_ABORTED', 'signPack was aborted.', { cause });
-    }
-    throw new PackSignatureError(
-      'ERR_PACK_UNREADABLE',
-      `cannot digest ${packDir}: ${(cause as Error).message}`,
-      { cause },
-    );
-  }
+  await clearStaleSignatures(packDir, signing, PACK_SIGNING);
+  const packDigest = await digestToSign(packDir, signing, PACK_SIGNING);
 
   const base = {
     pack: manifest.metadata.name,
     packVersion: manifest.metadata.version,
     digest: packDigest.digest,
-    iat,
+    iat: signing.iat,
     digestAlg: DIGEST_ALGORITHM,
   } as const;
-  const header = { alg: PACK_SIGNATURE_ALG, typ: 'JWT', kid: resolved.kid } as const;
 
   let fileListOmitted: FileListOmission | undefined;
   let payload: SignedPackPayload = { ...base };
-  if (!resolved.fileList) fileListOmitted = 'disabled';
+  if (!fileList) fileListOmitted = 'disabled';
   else if (packDigest.entries.length > FILE_LIST_MAX_ENTRIES) fileListOmitted = 'too-many-entries';
   else payload = { ...base, files: packDigest.entries.map(formatManifestLine) };
 
-  let token = await signPayload(payload, header, privateKey);
+  let token = await signPayload(payload, signing);
   if (token.length + 1 > PACK_SIGNATURE_MAX_BYTES && payload.files !== undefined) {
     // Very long paths can make the list exceed what a verifier reads; the digest still binds.
     payload = { ...base };
     fileListOmitted = 'too-large';
-    token = await signPayload(payload, header, privateKey);
+    token = await signPayload(payload, signing);
   }
-  await selfCheck(token, privateKey);
-
-  const file = join(resolve(packDir), PACK_SIGNATURE_FILE);
-  if (resolved.write) {
-    try {
-      await writeFileAtomic(file, `${token}\n`, 0o644);
-    } catch (cause) {
-      throw new PackSignatureError(
-        'ERR_SIGNATURE_WRITE',
-        `cannot write ${file}: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
-  }
+  const file = await checkAndWriteSignature(packDir, token, signing, PACK_SIGNING);
   return {
     token,
-    header,
+    header: signing.header,
     payload,
     digest: packDigest.digest,
     file,
-    written: resolved.write,
+    written: signing.write,
     ...(fileListOmitted === undefined ? {} : { fileListOmitted }),
     entryCount: packDigest.entries.length,
   };
-}
-
-async function signPayload(
-  payload: SignedPackPayload,
-  header: PackSignatureHeader,
-  privateKey: ReturnType<typeof importSigningKey>,
-): Promise<string> {
-  return new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
-    .setProtectedHeader({ ...header })
-    .sign(privateKey);
-}
-
-// What a signer writes must pass its own verifier: never ship a token every fleet refuses.
-async function selfCheck(
-  token: string,
-  privateKey: ReturnType<typeof importSigningKey>,
-): Promise<void> {
-  const parsed = parsePackToken(token);
-  const ok =
-    parsed.ok &&
-    PackSignaturePayloadSchema.safeParse(parsed.value.payload).success &&
-    (await checkEs256Jws(parsed.value, createPublicKey(privateKey)));
-  if (!ok) {
-    throw new PackSignatureError(
-      'ERR_INTERNAL',
-      `signPack produced a token its own verifier refuses${parsed.ok ? '' : ` (${parsed.message})`}.`,
-    );
-  }
 }
