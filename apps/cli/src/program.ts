@@ -8,6 +8,7 @@ import { registerStoreCommands } from './commands/store/register.js';
 import { registerTrustCommands } from './commands/trust/register.js';
 import type { CommandContext, RunState } from './context.js';
 import { describeError, EXIT } from './errors.js';
+import { addExamples, helpConfiguration } from './help.js';
 import { JSON_SCHEMA_VERSION, terminalSafe, type CliIo } from './io.js';
 import { VERSION } from './version.js';
 
@@ -24,6 +25,8 @@ export function createProgram(io: CliIo, state: RunState): Command {
       writeErr: (text) => io.stderr.write(text),
     })
     .showHelpAfterError()
+    // Before any subcommand exists: commands copy their parent's help layout when created.
+    .configureHelp(helpConfiguration)
     .addHelpText(
       'after',
       `
@@ -31,14 +34,15 @@ Exit codes: 0 success, 1 the pack is missing, invalid or refused, 2 bad usage or
 "pack verify" adds 3–7 (see "packwarden pack verify --help").
 Every command that reports something takes --json (a versioned document on stdout; on failure
 {schemaVersion, error {code, message, hint}, exitCode}). "packwarden env" lists the variables.
-
-Examples:
-  packwarden pack keygen --kid release-2026 -o release.pem
-  packwarden pack sign ./my-pack --key release.pem --kid release-2026
-  packwarden pack verify ./my-pack --keys release.keys.json
-  packwarden pack verify --all ./agent-packs --keys release.keys.json --require-signed
+"packwarden <command> --help" ends with examples; required options say (required).
 Docs: https://github.com/packwarden/packwarden#readme`,
     );
+  addExamples(program, [
+    'packwarden pack keygen --kid release-2026 -o release.pem',
+    'packwarden pack sign ./my-pack --key release.pem --kid release-2026',
+    'packwarden pack verify ./my-pack --keys release.keys.json',
+    'packwarden pack verify --all ./agent-packs --keys release.keys.json --require-signed',
+  ]);
   const context: CommandContext = { io, state };
   registerPackCommands(program, context);
   registerTrustCommands(program, context);

@@ -28,10 +28,10 @@ export function installOptions(command: Command): Command {
         'refuse a pack whose pack.sig does not verify (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
       )
       .option('--plain-http', 'oci:// over plain HTTP (loopback registries only)')
-      .option('--lock <file>', 'record what is installed in this lockfile (packwarden.lock)')
       .option(
-        '--frozen',
-        'with --lock: install exactly what the lockfile lists, refuse any change',
-      ),
+        '--lock <file>',
+        'record what is installed in this lockfile (packwarden.lock); required with --frozen',
+      )
+      .option('--frozen', 'install exactly what the --lock file lists, refuse any change'),
   );
 }

@@ -4,6 +4,7 @@ import type { EngineVerification } from '@packwarden/pack-signature';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import type { CommandContext } from '../../context.js';
+import { addExamples } from '../../help.js';
 import { addTrustRootOptions, loadTrustRootOrExit, type TrustFlags } from '../../shared/trust.js';
 
 /**
@@ -16,49 +17,48 @@ export function registerEngineCommands(program: Command, { io, state }: CommandC
     .command('engine')
     .description('Sign and verify custom engine folders (engine.sig)');
 
-  engine
+  const sign = engine
     .command('sign')
     .description(
       'Sign an engine folder: write engine.sig binding its id, version and digest to your key',
     )
     .argument('<dir>', 'engine folder (holds engine.manifest.json)')
-    .requiredOption('--key <file>', '(required) private key (PKCS#8 PEM) readable only by you')
-    .requiredOption('--kid <kid>', '(required) the key id verifiers know your public key by')
+    .requiredOption('--key <file>', 'private key (PKCS#8 PEM) readable only by you')
+    .requiredOption('--kid <kid>', 'the key id verifiers know your public key by')
     .option('--json', 'print a JSON document')
     .addHelpText(
       'after',
       `
 The engine's id is the "id" of engine.manifest.json, its version the "version" of package.json
 (0.0.0 without one). The digest covers every file but engine.sig; a folder holding a pack.sig
-is refused.
+is refused.`,
+    );
+  addExamples(sign, [
+    'packwarden engine sign ./engines/echo --key release.pem --kid release-2026',
+    'packwarden engine sign ./engines/echo --key release.pem --kid release-2026 --json',
+  ]).action(async (dir: string, options: { key: string; kid: string; json?: boolean }) => {
+    state.exitCode = await engineSign(io, dir, options);
+  });
 
-Examples:
-  packwarden engine sign ./engines/echo --key release.pem --kid release-2026`,
-    )
-    .action(async (dir: string, options: { key: string; kid: string; json?: boolean }) => {
-      state.exitCode = await engineSign(io, dir, options);
-    });
-
-  addTrustRootOptions(
+  const verify = addTrustRootOptions(
     engine
       .command('verify')
       .description("Verify an engine folder's engine.sig against the trust root")
       .argument('<dir>', 'engine folder')
       .option('--json', 'print a JSON document'),
-  )
-    .addHelpText(
-      'after',
-      `
+  ).addHelpText(
+    'after',
+    `
 Exit codes: 0 verified, 1 invalid (bad signature, changed content, wrong identity, malformed),
 2 usage or configuration error, 3 unsigned, 4 untrusted key, 5 no trust root configured,
-6 trust root unavailable (retry).
-
-Examples:
-  packwarden engine verify ./engines/echo --keys release.keys.json`,
-    )
-    .action(async (dir: string, options: TrustFlags & { json?: boolean }) => {
-      state.exitCode = await engineVerify(io, dir, options);
-    });
+6 trust root unavailable (retry).`,
+  );
+  addExamples(verify, [
+    'packwarden engine verify ./engines/echo --keys release.keys.json',
+    'packwarden engine verify ./engines/echo --jwks https://example.com/.well-known/jwks.json --json',
+  ]).action(async (dir: string, options: TrustFlags & { json?: boolean }) => {
+    state.exitCode = await engineVerify(io, dir, options);
+  });
 }
 
 /**

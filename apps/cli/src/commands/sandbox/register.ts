@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { CommandContext } from '../../context.js';
+import { addExamples } from '../../help.js';
 import { addTrustRootOptions } from '../../shared/trust.js';
 import type { RunFlags, SandboxFlags } from './flags.js';
 
@@ -17,9 +18,13 @@ export function registerSandboxCommands(program: Command, { io, state }: Command
     .description('Serve one pack behind the runner-host protocol (the process inside a sandbox)');
   addTrustRootOptions(
     sandboxCommand
-      .option('--agent <pack>', 'pack path or installed pack name (required)')
+      // Not a requiredOption: commander would then demand it of `sandbox doctor` too.
+      .option('--agent <pack>', 'pack path or installed pack name (required to serve)')
       .addOption(
-        new Option('--socket <path>', 'listen on a unix socket (mode 0660)').conflicts('stdio'),
+        new Option(
+          '--socket <path>',
+          'listen on a unix socket (mode 0660); one of --socket and --stdio is required',
+        ).conflicts('stdio'),
       )
       .option('--stdio', 'speak the protocol on stdin/stdout (one session)')
       .option('--state-dir <dir>', 'all writable state: HOME, caches, PACKWARDEN_HOME', '/state')
@@ -38,10 +43,9 @@ export function registerSandboxCommands(program: Command, { io, state }: Command
         '5000',
       )
       .addOption(isolationOption()),
-  )
-    .addHelpText(
-      'after',
-      `
+  ).addHelpText(
+    'after',
+    `
 The sandbox holds no credential: each run frame brings baseUrl and modelToken. It works in its own
 workspace (a run frame's workspaceRoot is ignored, with one warning), keeps all state under
 --state-dir, and sets PACKWARDEN_SANDBOX=1. Engine output never reaches the protocol channel:
@@ -51,27 +55,33 @@ Exit codes: 0 closed cleanly, 1 boot failure or uncaught exception, 2 bad usage,
 3–7 the pack's signature was refused (see "packwarden pack verify --help"),
 8 isolation is required and a guarantee cannot be enforced (see "packwarden sandbox doctor").
 Docs: docs/sandbox.md`,
-    )
-    .action(async (options: SandboxFlags) => {
-      const { sandbox } = await import('./serve.js');
-      state.exitCode = await sandbox(io, options);
-    });
+  );
+  addExamples(sandboxCommand, [
+    'packwarden sandbox --agent ./my-pack --stdio',
+    'packwarden sandbox --agent /packs/my-pack --socket /run/packwarden.sock --isolation required',
+    'packwarden sandbox --agent my-pack --stdio --require-signed-pack --keys /etc/packwarden/keys.json',
+  ]).action(async (options: SandboxFlags) => {
+    const { sandbox } = await import('./serve.js');
+    state.exitCode = await sandbox(io, options);
+  });
 
-  sandboxCommand
-    .command('doctor')
-    .description('Prove each confinement guarantee by attempting the denied operation')
-    .option('--json', 'print { schemaVersion: 1, guarantees: [{ id, status, by?, reason? }] }')
-    .addHelpText(
-      'after',
-      `
+  addExamples(
+    sandboxCommand
+      .command('doctor')
+      .description('Prove each confinement guarantee by attempting the denied operation')
+      .option('--json', 'print { schemaVersion: 1, guarantees: [{ id, status, by?, reason? }] }')
+      .addHelpText(
+        'after',
+        `
 Exit codes: 0 every guarantee (fs-read, fs-write, network, processes) is enforced, 8 otherwise.`,
-    )
-    .action(async (options: { json?: boolean }) => {
-      const { sandboxDoctor } = await import('./serve.js');
-      state.exitCode = await sandboxDoctor(io, options);
-    });
+      ),
+    ['packwarden sandbox doctor', 'packwarden sandbox doctor --json'],
+  ).action(async (options: { json?: boolean }) => {
+    const { sandboxDoctor } = await import('./serve.js');
+    state.exitCode = await sandboxDoctor(io, options);
+  });
 
-  addTrustRootOptions(
+  const run = addTrustRootOptions(
     program
       .command('run')
       .description('Run one turn of a pack in a sandbox child process and show it')
@@ -104,19 +114,22 @@ Exit codes: 0 every guarantee (fs-read, fs-write, network, processes) is enforce
       )
       .option('--workspace <dir>', 'the workspace (default <state-dir>/workspace)')
       .addOption(isolationOption()),
-  )
-    .addHelpText(
-      'after',
-      `
+  ).addHelpText(
+    'after',
+    `
 The model token comes from --model-token-file FILE|-, then $PACKWARDEN_MODEL_TOKEN; --model-token
 works but puts the token on the command line, where every local user can read it (a warning says so).
 Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 8 isolation required but unavailable,
 130 cancelled (Ctrl-C); a sandbox that cannot boot passes its exit code on.
 On a terminal the turn streams as it happens and questions are asked; otherwise questions are
 declined. --json prints every frame the sandbox sends (welcome first, the terminal frame last).`,
-    )
-    .action(async (pack: string, message: string, options: RunFlags) => {
-      const { runPack } = await import('./run.js');
-      state.exitCode = await runPack(io, pack, message, options);
-    });
+  );
+  addExamples(run, [
+    "packwarden run ./my-pack 'Summarise README.md' --model-token-file ~/.config/packwarden/token",
+    "packwarden run my-pack 'Review the last commit' --file-access read --isolation required",
+    "packwarden run ./my-pack 'Hello' --base-url http://127.0.0.1:8080 --json",
+  ]).action(async (pack: string, message: string, options: RunFlags) => {
+    const { runPack } = await import('./run.js');
+    state.exitCode = await runPack(io, pack, message, options);
+  });
 }

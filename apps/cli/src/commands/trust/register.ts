@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CommandContext } from '../../context.js';
+import { addExamples } from '../../help.js';
 import { addTrustRootOptions, type TrustFlags } from '../../shared/trust.js';
 
 /** `packwarden trust …`. */
@@ -7,13 +8,20 @@ export function registerTrustCommands(program: Command, { io, state }: CommandCo
   const trust = program
     .command('trust')
     .description('Inspect the trust root that verification uses');
-  addTrustRootOptions(
-    trust
-      .command('show')
-      .description(
-        'Which source is configured, its status, keys (kid, thumbprint, validity), staleness and warnings',
-      )
-      .option('--json', 'print a JSON document'),
+  addExamples(
+    addTrustRootOptions(
+      trust
+        .command('show')
+        .description(
+          'Which source is configured, its status, keys (kid, thumbprint, validity), staleness and warnings',
+        )
+        .option('--json', 'print a JSON document'),
+    ),
+    [
+      'packwarden trust show   # the PACKWARDEN_* variables',
+      'packwarden trust show --keys release.keys.json --json',
+      'packwarden trust show --jwks https://example.com/.well-known/jwks.json --pin S9FC_5c2n3eZEAD1bQ_46jn24OADyXq0kITicUEUpgs',
+    ],
   ).action(async (options: TrustFlags & { json?: boolean }) => {
     const { trustShow } = await import('./show.js');
     state.exitCode = await trustShow(io, options);
