@@ -7,7 +7,7 @@ import { DeltaRedactor, StreamScrubber, type SecretSet } from './redactor.js';
  * The state of the one run a host session runs at a time: its sequence numbers, how it is
  * stopping, its secret-scrubbing streams and when it finished. The session drives it.
  */
-export class HostRun {
+export class HostRun<TRuntime = unknown> {
   readonly controller = new AbortController();
   seq = 0;
   ended = false;
@@ -28,7 +28,7 @@ export class HostRun {
 
   constructor(
     readonly runId: string,
-    readonly engine: RunnerEngine<unknown>,
+    readonly engine: RunnerEngine<TRuntime>,
     public nativeSessionId: string | undefined,
     secrets: SecretSet,
     runSecrets: readonly string[],
