@@ -1,23 +1,22 @@
 import { spawn, type ChildProcessByStdio, type SpawnOptions } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { ClientRun } from './client-run.js';
-import { FrameWriter, readFrames } from './codec.js';
+import { ClientChannel } from './client-channel.js';
+import { ClientHandshake } from './client-handshake.js';
+import { ClientLiveness } from './client-liveness.js';
+import { ClientRunTable } from './client-runs.js';
 import { RunnerHostError } from './errors.js';
-import {
-  SUPPORTED_PROTOCOLS,
-  parseHostFrame,
-  type Capabilities,
-  type FailedFrame,
-  type HostFrame,
-  type LogFrame,
-  type PeerInfo,
-  type QuestionFrame,
-  type ResultFrame,
-  type RunEventFrame,
-  type RunFrame,
-  type WelcomeFrame,
+import type {
+  Capabilities,
+  FailedFrame,
+  HostFrame,
+  LogFrame,
+  PeerInfo,
+  QuestionFrame,
+  ResultFrame,
+  RunEventFrame,
+  RunFrame,
+  WelcomeFrame,
 } from './frames.js';
 
 /** Everything a run frame carries except `type`; `runId` defaults to a random UUID. */
@@ -106,284 +105,100 @@ const defaultTimers = {
   clearTimeout: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-/** Speaks the driver side of the protocol over any pair of byte streams. */
+/**
+ * Speaks the driver side of the protocol over any pair of byte streams. Wires its units: the
+ * channel (frames in and out, flow control), the handshake, the run table and the liveness watch.
+ */
 export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
-  const pingIntervalMs = options.pingIntervalMs ?? Math.max(1, Math.floor(idleTimeoutMs / 3));
-  const maxBufferedEvents = options.maxBufferedEvents ?? 4096;
   const now = options.now ?? (() => performance.now());
   const timers = options.timers ?? defaultTimers;
-  const runs = new Map<string, ClientRun>();
-  const pings = new Map<
-    string,
-    { sentAt: number; resolve: (ms: number) => void; reject: (e: Error) => void }
-  >();
-  let pingCounter = 0;
-  let lastActivity = now();
-  let bufferedEvents = 0;
-  let paused = false;
-  let closedFlag = false;
-  let inputEnded = false;
-  let welcomed = false;
-  let timer: unknown;
-
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((resolve) => {
-    resolveClosed = resolve;
+  const { onProtocolError } = options;
+  const handshake = new ClientHandshake();
+  const channel = new ClientChannel(options.input, options.output, {
+    maxFrameBytes: options.maxFrameBytes,
+    maxBufferedEvents: options.maxBufferedEvents ?? 4096,
+    now,
+    timers,
+    onProtocolError,
+    onLost: lose,
   });
-  let resolveWelcome!: (frame: WelcomeFrame) => void;
-  let rejectWelcome!: (error: Error) => void;
-  const welcome = new Promise<WelcomeFrame>((resolve, reject) => {
-    resolveWelcome = resolve;
-    rejectWelcome = reject;
+  const runs = new ClientRunTable({
+    channel,
+    welcome: handshake.welcome,
+    onProtocolError,
+    watch: () => liveness.arm(),
   });
-  welcome.catch(() => {});
-
-  const writer = new FrameWriter(options.output, {
-    ...(options.maxFrameBytes !== undefined ? { maxFrameBytes: options.maxFrameBytes } : {}),
-    onClose: () => lose('the channel to the host closed'),
+  const liveness = new ClientLiveness({
+    channel,
+    timers,
+    now,
+    idleTimeoutMs,
+    pingIntervalMs: options.pingIntervalMs ?? Math.max(1, Math.floor(idleTimeoutMs / 3)),
+    welcomed: () => handshake.welcomed,
+    waiting: () => !handshake.welcomed || runs.size > 0,
+    lose,
   });
-
-  function send(frame: object): void {
-    if (!closedFlag) writer.write(frame);
-  }
-
-  function pending(): boolean {
-    return !welcomed || runs.size > 0 || pings.size > 0;
-  }
-
-  function arm(): void {
-    if (timer !== undefined || closedFlag || !pending()) return;
-    timer = timers.setTimeout(tick, pingIntervalMs);
-  }
-
-  function tick(): void {
-    timer = undefined;
-    if (closedFlag || !pending()) return;
-    const quiet = now() - lastActivity;
-    if (paused) {
-      lastActivity = now();
-    } else if (quiet >= idleTimeoutMs) {
-      lose(`no frame from the host for ${Math.round(quiet)} ms`);
-      return;
-    } else if (quiet >= pingIntervalMs && welcomed) {
-      send({ type: 'ping', id: `idle-${(pingCounter += 1)}` });
-    }
-    arm();
-  }
-
-  function updateFlow(): void {
-    if (!paused && bufferedEvents >= maxBufferedEvents) {
-      paused = true;
-      options.input.pause();
-    } else if (paused && bufferedEvents <= maxBufferedEvents / 2) {
-      paused = false;
-      lastActivity = now();
-      options.input.resume();
-    }
-  }
-
-  function endRun(run: ClientRun, outcome: RunOutcome): void {
-    if (run.end(outcome)) runs.delete(run.runId);
-  }
-
-  const buffer = {
-    change(count: number): void {
-      bufferedEvents += count;
-      updateFlow();
-    },
-  };
 
   function lose(reason: string): void {
-    if (closedFlag) return;
-    closedFlag = true;
-    timers.clearTimeout(timer);
-    timer = undefined;
-    detachInput();
-    if (!welcomed) rejectWelcome(new RunnerHostError('ERR_HANDSHAKE', `no welcome: ${reason}`));
-    for (const ping of pings.values())
-      ping.reject(new RunnerHostError('ERR_CHANNEL_CLOSED', reason));
-    pings.clear();
-    for (const run of [...runs.values()]) {
-      const failed: FailedFrame = {
-        type: 'failed',
-        runId: run.runId,
-        seq: run.lastSeq + 1,
-        error: { code: 'host_lost', message: `host lost: ${reason}`, retryable: true },
-      };
-      run.deliver(failed);
-      endRun(run, failed);
-    }
-    if (paused) options.input.resume();
-    void writer.end(true).finally(() => {
-      // A host that went silent may never close its side: do not keep its stream open for it.
-      if (!inputEnded) options.input.destroy();
-      resolveClosed();
-    });
+    if (!channel.beginClose()) return;
+    handshake.lost(reason);
+    liveness.stop(reason);
+    runs.loseAll(reason);
+    channel.finishClose();
   }
 
-  function onHostFrame(frame: HostFrame): void {
-    switch (frame.type) {
-      case 'welcome':
-        if (!welcomed) {
-          welcomed = true;
-          resolveWelcome(frame);
-        }
-        return;
-      case 'fatal':
-        if (!welcomed) {
-          rejectWelcome(
-            new RunnerHostError('ERR_HANDSHAKE', `host refused: ${frame.code}: ${frame.message}`),
-          );
-        }
-        lose(`host sent fatal ${frame.code}: ${frame.message}`);
-        return;
-      case 'ping':
-        send(frame.id !== undefined ? { type: 'pong', id: frame.id } : { type: 'pong' });
-        return;
-      case 'pong': {
-        const id = frame.id === undefined ? undefined : String(frame.id);
-        const ping = id === undefined ? undefined : pings.get(id);
-        if (ping !== undefined && id !== undefined) {
-          pings.delete(id);
-          ping.resolve(now() - ping.sentAt);
-        }
-        return;
-      }
-      case 'log':
-        options.onLog?.(frame);
-        return;
-      case 'bye':
-        return;
-      default: {
-        const run = runs.get(frame.runId);
-        if (run === undefined) return;
-        run.deliver(frame);
-        if (frame.type === 'question') run.answer(frame, send);
-        else if (frame.type === 'question_resolved') run.questionResolved(frame.questionId);
-        else if (frame.type === 'result' || frame.type === 'failed') endRun(run, frame);
-      }
-    }
-  }
-
-  const detachInput = readFrames(options.input, {
-    ...(options.maxFrameBytes !== undefined ? { maxFrameBytes: options.maxFrameBytes } : {}),
-    onFrame: (value) => {
-      lastActivity = now();
-      const parsed = parseHostFrame(value);
-      if (parsed.kind === 'frame') onHostFrame(parsed.frame);
-      else if (parsed.kind === 'invalid') {
-        options.onProtocolError?.(`invalid ${JSON.stringify(parsed.type)} frame: ${parsed.issues}`);
-      }
-    },
-    onError: (error) => {
-      lastActivity = now();
-      options.onProtocolError?.(`${error.code}: ${error.message}`);
-    },
-    onEnd: (reason, error) => {
-      inputEnded = true;
-      lose(
-        reason === 'eof'
-          ? 'the host closed the channel'
-          : `read error: ${error?.message ?? 'unknown'}`,
-      );
-    },
-  });
-
-  send({
-    type: 'hello',
-    protocols: [...(options.protocols ?? SUPPORTED_PROTOCOLS)],
-    capabilities: options.capabilities ?? { questions: true },
-    ...(options.client !== undefined ? { client: options.client } : {}),
-  });
-  arm();
-
-  function run(request: RunRequest, runOptions: RunOptions = {}): RunHandle {
-    const runId = request.runId ?? randomUUID();
-    const state = new ClientRun(runId, runOptions, buffer, options.onProtocolError);
-    const handle = state.handle();
-    if (runs.has(runId)) {
-      throw new RunnerHostError(
-        'ERR_DUPLICATE_RUN',
-        `run ${runId} is already active on this client`,
-      );
-    }
-    const cancelledLocally = (): ResultFrame => ({
-      type: 'result',
-      runId,
-      seq: state.lastSeq + 1,
-      stopReason: 'cancelled',
-    });
-    if (closedFlag) {
-      endRun(state, {
-        type: 'failed',
-        runId,
-        seq: 1,
-        error: { code: 'host_lost', message: 'host lost: the channel is closed', retryable: true },
-      });
-      return handle;
-    }
-    runs.set(runId, state);
-    const signal = runOptions.signal;
-    if (signal !== undefined) {
-      const onAbort = () => {
-        if (state.ended) return;
-        if (state.sent) send({ type: 'cancel', runId });
-        else endRun(state, cancelledLocally());
-      };
-      if (signal.aborted) {
-        endRun(state, cancelledLocally());
-        return handle;
-      }
-      signal.addEventListener('abort', onAbort, { once: true });
-      state.detachSignal = () => signal.removeEventListener('abort', onAbort);
-    }
-    void welcome.then(
-      () => {
-        if (state.ended || closedFlag) return;
-        state.sent = true;
-        const { runId: _ignored, ...rest } = request;
-        send({ ...rest, type: 'run', runId });
-        arm();
-      },
-      () => {},
-    );
-    arm();
-    return handle;
-  }
+  const targets: FrameTargets = { handshake, liveness, runs, channel, lose, onLog: options.onLog };
+  channel.read((frame) => routeHostFrame(frame, targets));
+  channel.send(handshake.hello(options));
+  liveness.arm();
 
   return {
-    welcome,
-    closed,
-    run,
-    ping: () => {
-      if (closedFlag)
-        return Promise.reject(new RunnerHostError('ERR_CHANNEL_CLOSED', 'the channel is closed'));
-      pingCounter += 1;
-      const id = `p${pingCounter}`;
-      return new Promise<number>((resolve, reject) => {
-        pings.set(id, { sentAt: now(), resolve, reject });
-        send({ type: 'ping', id });
-        arm();
-      });
-    },
+    welcome: handshake.welcome,
+    closed: channel.closed,
+    run: (request, runOptions = {}) => runs.start(request, runOptions),
+    ping: () => liveness.ping(),
     shutdown: async () => {
-      if (closedFlag) return;
-      send({ type: 'shutdown' });
-      await writer.flush();
-      let handle: unknown;
-      await Promise.race([
-        closed,
-        new Promise<void>((resolve) => {
-          handle = timers.setTimeout(resolve, idleTimeoutMs);
-        }),
-      ]);
-      timers.clearTimeout(handle);
+      if (channel.isClosed) return;
+      channel.send({ type: 'shutdown' });
+      await channel.awaitHostClose(idleTimeoutMs);
       lose('client shut down');
-      await closed;
+      await channel.closed;
     },
     close: () => lose('client closed'),
   };
+}
+
+interface FrameTargets {
+  handshake: ClientHandshake;
+  liveness: ClientLiveness;
+  runs: ClientRunTable;
+  channel: ClientChannel;
+  lose: (reason: string) => void;
+  onLog: ((frame: LogFrame) => void) | undefined;
+}
+
+/** Hands each host frame to the unit that answers it. */
+function routeHostFrame(frame: HostFrame, to: FrameTargets): void {
+  switch (frame.type) {
+    case 'welcome':
+      return to.handshake.accept(frame);
+    case 'fatal':
+      to.handshake.refuse(frame);
+      return to.lose(`host sent fatal ${frame.code}: ${frame.message}`);
+    case 'ping':
+      return to.channel.send(
+        frame.id !== undefined ? { type: 'pong', id: frame.id } : { type: 'pong' },
+      );
+    case 'pong':
+      return to.liveness.pong(frame);
+    case 'log':
+      return to.onLog?.(frame);
+    case 'bye':
+      return;
+    default:
+      return to.runs.route(frame);
+  }
 }
 
 export interface SpawnRunnerOptions extends Omit<ConnectRunnerOptions, 'input' | 'output'> {
