@@ -12,11 +12,11 @@ import {
 import { packArchive } from './build.js';
 import { writeFileAtomic } from './cache.js';
 import { isStoreError, StoreError } from './errors.js';
-import { inflateGzip } from './gunzip.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
 import type { ArtifactRef } from './refs.js';
 import type { Env, ResolvedArtifact, Store, StoreArtifact } from './store.js';
 import { attachStoreContext } from './store-context.js';
+import { inflateTar } from './tar-budget.js';
 import { TarReader } from './tar-reader.js';
 
 export interface ExportPackOptions {
@@ -120,45 +120,26 @@ async function readArchivedManifest(
   let capture: Buffer[] | undefined;
   let captured = 0;
   let manifest: Buffer | undefined;
-  let tarBytes = 0;
   const source = createReadStream(file, { highWaterMark: 64 * 1024 });
   try {
-    const budget = (compressed: number): number =>
-      Math.min(limits.maxTarBytes, Math.max(limits.ratioGraceBytes, compressed * limits.maxRatio));
-    for await (const slice of inflateGzip(source, { signal, budget })) {
-      for (const piece of slice.pieces) {
-        tarBytes += piece.length;
-        if (tarBytes > limits.maxTarBytes) {
-          throw new StoreError(
-            'ERR_ARCHIVE_TOO_LARGE',
-            `more than ${limits.maxTarBytes} uncompressed bytes`,
-          );
-        }
-        if (tarBytes > limits.ratioGraceBytes && tarBytes > slice.compressed * limits.maxRatio) {
-          throw new StoreError(
-            'ERR_ARCHIVE_RATIO',
-            `compression ratio above ${limits.maxRatio}:1: a decompression bomb?`,
-          );
-        }
-        reader.push(piece, (event) => {
-          if (event.kind === 'entry') {
-            if (event.entry.type === 'file' && isRootManifest(event.entry.path)) capture = [];
-          } else if (event.kind === 'data' && capture) {
-            captured += event.chunk.length;
-            if (captured > DEFAULT_MANIFEST_MAX_BYTES) {
-              throw new StoreError(
-                'ERR_PACK_INVALID',
-                `the archive's ${MANIFEST_FILE} is larger than ${DEFAULT_MANIFEST_MAX_BYTES} bytes`,
-              );
-            }
-            capture.push(Buffer.from(event.chunk));
-          } else if (event.kind === 'entry-end' && capture) {
-            manifest ??= Buffer.concat(capture);
-            capture = undefined;
+    for await (const piece of inflateTar(source, limits, signal)) {
+      reader.push(piece, (event) => {
+        if (event.kind === 'entry') {
+          if (event.entry.type === 'file' && isRootManifest(event.entry.path)) capture = [];
+        } else if (event.kind === 'data' && capture) {
+          captured += event.chunk.length;
+          if (captured > DEFAULT_MANIFEST_MAX_BYTES) {
+            throw new StoreError(
+              'ERR_PACK_INVALID',
+              `the archive's ${MANIFEST_FILE} is larger than ${DEFAULT_MANIFEST_MAX_BYTES} bytes`,
+            );
           }
-        });
-        if (manifest) break;
-      }
+          capture.push(Buffer.from(event.chunk));
+        } else if (event.kind === 'entry-end' && capture) {
+          manifest ??= Buffer.concat(capture);
+          capture = undefined;
+        }
+      });
       if (manifest) break;
     }
   } catch (error) {

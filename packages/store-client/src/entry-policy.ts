@@ -1,19 +1,117 @@
+import { checkArchivePath, foldName } from './archive-path.js';
 import { StoreError } from './errors.js';
+import type { ExtractLimits } from './limits.js';
+import { PathRegistry } from './path-registry.js';
 import type { TarEntry } from './tar-reader.js';
 
 // What the extractor decides per entry, before anything is written (README "Extraction: what is
-// refused"): which entry types are refused, and where an entry lands once the archive's top
-// folder and the artifact's folder are stripped.
+// refused"): which entry types are refused, where an entry lands once the archive's top folder
+// and the artifact's folder are stripped, and whether it still fits the archive's budget.
+
+/** Which part of an archive is extracted (`ExtractOptions`, the prefix already checked). */
+export interface ArchiveSelection {
+  stripTopFolder: boolean;
+  stripPrefix: string | undefined;
+}
+
+/** What to do with one entry: nothing, or the folders to create and, for a file, where it goes. */
+export type EntryVerdict =
+  | { kind: 'skip' }
+  | { kind: 'directory'; create: string[][] }
+  | {
+      kind: 'file';
+      create: string[][];
+      /** Its path under the extraction root, `.` components dropped. */
+      segments: string[];
+      /** Its path in the artifact as the archive spells it, for error messages. */
+      relative: string;
+    };
+
+/**
+ * The header judge of one extraction: every entry's header is judged here, in archive order,
+ * before a byte of it is written; each refusal is a `StoreError` naming the entry. It also keeps
+ * the counts the limits bound (entries scanned and extracted, content bytes).
+ */
+export class EntryJudge {
+  /** Files admitted. */
+  files = 0;
+  /** Bytes of content admitted. */
+  bytes = 0;
+  private scanned = 0;
+  private entries = 0;
+  private matched = false;
+  private readonly mapPath: (path: string) => string | undefined;
+  private readonly registry = new PathRegistry();
+
+  constructor(
+    private readonly limits: ExtractLimits,
+    private readonly selection: ArchiveSelection,
+  ) {
+    this.mapPath = archivePathMapper(selection);
+  }
+
+  judge(entry: TarEntry): EntryVerdict {
+    const limits = this.limits;
+    if (++this.scanned > limits.maxScannedEntries) {
+      throw new StoreError(
+        'ERR_ARCHIVE_TOO_MANY_ENTRIES',
+        `more than ${limits.maxScannedEntries} entries in the archive`,
+      );
+    }
+    const relative = this.mapPath(entry.path);
+    if (relative === undefined) return { kind: 'skip' };
+    this.matched = true;
+    refuseEntryType(entry);
+    const segments = checkArchivePath(relative === '' ? '.' : relative, limits);
+    if (segments.length === 0) {
+      if (entry.type === 'file') {
+        throw new StoreError(
+          'ERR_ARCHIVE_PATH_UNSAFE',
+          `a file named like the root folder: ${JSON.stringify(entry.path)}`,
+          { subject: entry.path },
+        );
+      }
+      return { kind: 'skip' };
+    }
+    if (++this.entries > limits.maxEntries) {
+      throw new StoreError(
+        'ERR_ARCHIVE_TOO_MANY_ENTRIES',
+        `more than ${limits.maxEntries} files and directories`,
+      );
+    }
+    if (entry.type === 'file' && this.bytes + entry.size > limits.maxBytes) {
+      throw new StoreError(
+        'ERR_ARCHIVE_TOO_LARGE',
+        `more than ${limits.maxBytes} bytes of content (at ${JSON.stringify(relative)})`,
+        { subject: relative },
+      );
+    }
+    const isDirectory = entry.type === 'directory';
+    const create = this.registry.add(segments, isDirectory ? 'directory' : 'file', foldName);
+    if (isDirectory) return { kind: 'directory', create };
+    this.files++;
+    this.bytes += entry.size;
+    return { kind: 'file', create, segments, relative };
+  }
+
+  /** After the last entry: a prefix or top folder to strip must have matched something. */
+  finish(): void {
+    const { stripPrefix, stripTopFolder } = this.selection;
+    if ((stripPrefix !== undefined || stripTopFolder) && !this.matched) {
+      throw new StoreError(
+        'ERR_ARCHIVE_PREFIX_NOT_FOUND',
+        `nothing in the archive under ${JSON.stringify(stripPrefix ?? '(top folder)')}`,
+      );
+    }
+  }
+}
 
 /**
  * Maps an archive path to its path inside the artifact: `''` for the artifact's root, `undefined`
  * for an entry outside it (read, counted, skipped). With `stripTopFolder` every entry must share
  * the first entry's top folder (GitHub tarballs have one), else `ERR_ARCHIVE_PATH_UNSAFE`.
  */
-export function archivePathMapper(prepared: {
-  stripTopFolder: boolean;
-  stripPrefix: string | undefined;
-}): (path: string) => string | undefined {
+function archivePathMapper(prepared: ArchiveSelection): (path: string) => string | undefined {
   let topFolder: string | undefined;
   return (path: string): string | undefined => {
     let rest = path;
@@ -40,7 +138,7 @@ export function archivePathMapper(prepared: {
 }
 
 /** Only regular files (without a link target) and folders are extracted; every other type refuses the archive. */
-export function refuseEntryType(entry: TarEntry): void {
+function refuseEntryType(entry: TarEntry): void {
   const where = JSON.stringify(entry.path.slice(0, 300));
   switch (entry.type) {
     case 'file':
