@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { CommanderError, type Command } from 'commander';
 import { describe, expect, test } from 'vitest';
 import { createProgram, type CliIo } from 'packwarden';
@@ -248,6 +249,28 @@ describe('every command a user runs ends its help with examples that parse', () 
       expect(parsed.error, `${example}\n${parsed.stderr}`).toBeUndefined();
       expect(parsed.reached?.[0], example).toBe('pack');
     }
+  });
+});
+
+describe('apps/cli/README.md (the npm page)', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const commandLines = [...readme.matchAll(/^```sh\n([\s\S]*?)^```$/gm)]
+    .flatMap((block) => block[1]!.split('\n'))
+    .filter((line) => line.startsWith('packwarden '));
+
+  test('every command line it shows parses: those commands exist with those flags', async () => {
+    expect(commandLines.length).toBeGreaterThan(15);
+    for (const line of commandLines) {
+      const parsed = await parseOnly(invocation(line));
+      expect(parsed.error, `${line}\n${parsed.stderr}`).toBeUndefined();
+      expect(parsed.reached, line).toBeDefined();
+    }
+  });
+
+  test('its command table names every command a user runs', () => {
+    const table = readme.slice(readme.indexOf('## Commands'), readme.indexOf('## Trust root'));
+    for (const path of runnablePaths)
+      expect(table, path.join(' ')).toMatch(new RegExp(`\\| \`${path.join(' ')}[ \`]`));
   });
 });
 
