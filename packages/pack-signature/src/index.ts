@@ -53,24 +53,24 @@ export type {
 } from './results.js';
 export { describePackRefusal } from './refusals.js';
 export type { PackRefusalDescription } from './refusals.js';
+export { ENGINE_MANIFEST_FILE, readEngineIdentity } from './engine-identity.js';
+export type { EngineIdentity, EngineIdentityProblem } from './engine-identity.js';
 export {
-  ENGINE_MANIFEST_FILE,
   ENGINE_SIGNATURE_FILE,
   EngineSignaturePayloadSchema,
-  readEngineIdentity,
   signEngine,
   verifyEngine,
 } from './engine-signature.js';
 export type {
-  EngineIdentity,
-  EngineIdentityProblem,
-  EngineInvalid,
-  EngineInvalidReason,
-  EngineSignatureClaims,
   EngineSignaturePayload,
-  EngineVerification,
-  EngineVerified,
   SignedEngine,
   SignEngineOptions,
   VerifyEngineOptions,
 } from './engine-signature.js';
+export type {
+  EngineInvalid,
+  EngineInvalidReason,
+  EngineSignatureClaims,
+  EngineVerification,
+  EngineVerified,
+} from './results.js';

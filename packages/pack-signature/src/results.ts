@@ -1,4 +1,6 @@
 import type { PackManifestDiff } from '@packwarden/pack-digest';
+import type { DIGEST_ALGORITHM } from '@packwarden/pack-digest';
+import type { EngineIdentity } from './engine-identity.js';
 import type { MalformedReason } from './strict-jws.js';
 
 /** What a genuine signature by a trusted key says about the pack. */
@@ -115,3 +117,68 @@ export type PackVerification =
   | PackDigestUnsupported;
 
 export type PackVerificationKind = PackVerification['kind'];
+
+/** What a genuine engine signature by a trusted key says. */
+export interface EngineSignatureClaims {
+  engine: string;
+  engineVersion: string;
+  digest: string;
+  iat: Date;
+  kid: string;
+  thumbprint?: string;
+}
+
+/** Trusted key at `iat`, valid signature, identity and digest match. The only pass. */
+export interface EngineVerified extends EngineSignatureClaims {
+  kind: 'verified';
+  digestAlg: typeof DIGEST_ALGORITHM;
+  message: string;
+}
+
+/** Why an engine is `invalid`. */
+export type EngineInvalidReason =
+  /** `engine.sig` fails the strict pre-parser of `pack.sig` (see `malformed`). */
+  | 'malformed'
+  /** The ES256 signature does not verify with the trusted key. */
+  | 'bad-signature'
+  /** The signed payload is not an `engine.sig` v1 payload (a `pack.sig` payload among them). */
+  | 'payload-invalid'
+  /** The signed `iat` lies more than 5 minutes after the verifier's clock. */
+  | 'issued-in-future'
+  /** `engine.manifest.json` or `package.json` is missing or invalid. */
+  | 'engine-invalid'
+  /** The folder holds a root `pack.sig`, which the engine digest cannot cover. */
+  | 'holds-pack-signature'
+  /** `engine` / `engineVersion` differ from the manifest's `id` / `package.json` `version`. */
+  | 'identity-mismatch'
+  /** The folder's content no longer has the signed digest. */
+  | 'digest-mismatch'
+  /** The folder or its content cannot be read or digested. */
+  | 'engine-unreadable';
+
+export interface EngineInvalid {
+  kind: 'invalid';
+  reason: EngineInvalidReason;
+  message: string;
+  malformed?: MalformedReason;
+  kid?: string;
+  engine?: string;
+  engineVersion?: string;
+  digest?: string;
+  iat?: Date;
+  thumbprint?: string;
+  /** `identity-mismatch`: what the folder says. */
+  found?: EngineIdentity;
+  /** `digest-mismatch`: the digest of the content as it is now. */
+  actualDigest?: string;
+  code?: string;
+}
+
+/** The outcome of `verifyEngine`: the kinds of `verifyPack` but `digest-unsupported`. */
+export type EngineVerification =
+  | EngineVerified
+  | EngineInvalid
+  | PackUnsigned
+  | PackUntrustedKey
+  | PackNoTrustRoot
+  | PackTrustRootUnavailable;

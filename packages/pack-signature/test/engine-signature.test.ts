@@ -1,16 +1,34 @@
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   ENGINE_SIGNATURE_FILE,
   PACK_SIGNATURE_FILE,
   PackSignatureError,
+  readEngineIdentity,
   signEngine,
   signPack,
   verifyEngine,
   verifyPack,
 } from '../src/index.js';
-import { cleanupTemps, makePack, makeSigner, makeTemp, writeFiles } from './helpers.js';
+import {
+  cleanupTemps,
+  makePack,
+  makeSigner,
+  makeTemp,
+  writeFiles,
+  type TestSigner,
+} from './helpers.js';
 
 afterEach(cleanupTemps);
 
@@ -136,5 +154,128 @@ describe('engine.sig', () => {
       kid: signer.kid,
     }).catch((e: unknown) => e);
     expect((error as PackSignatureError).code).toBe('ERR_ENGINE_INVALID');
+  });
+});
+
+/**
+ * Checks one side had and the other lacked before pack.sig and engine.sig shared their steps
+ * (issue 13 item 6). Each runs on both sides where both have the check.
+ */
+describe('engine.sig keeps every check pack.sig has', () => {
+  async function signedEngine(): Promise<{ dir: string; signer: TestSigner }> {
+    const signer = await makeSigner();
+    const dir = await makeEngine();
+    await signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    return { dir, signer };
+  }
+
+  test('a signature file the OS refuses to open (a socket) is invalid / unreadable, not a rejection', async () => {
+    const signer = await makeSigner();
+    const pack = await makePack();
+    const engine = await makeEngine();
+    const servers = await Promise.all(
+      [join(pack, PACK_SIGNATURE_FILE), join(engine, ENGINE_SIGNATURE_FILE)].map(
+        (path) =>
+          new Promise<Server>((resolve) => {
+            const server = createServer();
+            server.listen(path, () => resolve(server));
+          }),
+      ),
+    );
+    try {
+      expect(await verifyPack(pack, { selectKey: signer.selectKey })).toMatchObject({
+        kind: 'invalid',
+        reason: 'pack-unreadable',
+        code: 'ERR_SIGNATURE_UNREADABLE',
+      });
+      expect(await verifyEngine(engine, { selectKey: signer.selectKey })).toMatchObject({
+        kind: 'invalid',
+        reason: 'engine-unreadable',
+        code: 'ERR_SIGNATURE_UNREADABLE',
+      });
+    } finally {
+      await Promise.all(
+        servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+      );
+    }
+  });
+
+  test('an engine.sig symlink, even to a genuine token, is malformed and never followed', async () => {
+    const { dir, signer } = await signedEngine();
+    const elsewhere = join(await makeTemp(), ENGINE_SIGNATURE_FILE);
+    renameSync(join(dir, ENGINE_SIGNATURE_FILE), elsewhere);
+    symlinkSync(elsewhere, join(dir, ENGINE_SIGNATURE_FILE));
+    expect(await verifyEngine(dir, { selectKey: signer.selectKey })).toMatchObject({
+      kind: 'invalid',
+      reason: 'malformed',
+      malformed: 'not-regular-file',
+    });
+  });
+
+  test('verifyEngine refuses a signal or clock of the wrong type, as verifyPack does', async () => {
+    const { dir, signer } = await signedEngine();
+    const pack = await makePack();
+    await signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: signer.kid });
+    for (const bad of [{ signal: 'stop' }, { now: 42 }, { now: () => new Date('nope') }]) {
+      const options = { selectKey: signer.selectKey, ...bad } as never;
+      for (const verify of [verifyPack, verifyEngine]) {
+        await expect(verify(verify === verifyPack ? pack : dir, options)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARGUMENT',
+        });
+      }
+    }
+  });
+
+  test('signEngine refuses a write option that is not a boolean, as signPack does, and writes nothing', async () => {
+    const signer = await makeSigner();
+    const dir = await makeEngine();
+    const pack = await makePack();
+    const options = { privateKeyPem: signer.privateKeyPem, kid: signer.kid, write: 'no' } as never;
+    await expect(signEngine(dir, options)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    await expect(signPack(pack, options)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    expect(existsSync(join(dir, ENGINE_SIGNATURE_FILE))).toBe(false);
+    expect(existsSync(join(pack, PACK_SIGNATURE_FILE))).toBe(false);
+  });
+
+  test('an engine.manifest.json or package.json that is a FIFO is refused without blocking on it', async () => {
+    for (const name of ['engine.manifest.json', 'package.json']) {
+      const { dir, signer } = await signedEngine();
+      rmSync(join(dir, name));
+      execFileSync('mkfifo', [join(dir, name)]);
+      expect(readEngineIdentity(dir)).toEqual({
+        problem: `cannot read ${name}: it is not a regular file`,
+      });
+      expect(await verifyEngine(dir, { selectKey: signer.selectKey })).toMatchObject({
+        kind: 'invalid',
+        reason: 'engine-invalid',
+      });
+    }
+  });
+
+  test('package.json that is not UTF-8 is refused, as agent.yaml is', async () => {
+    const dir = await makeEngine();
+    writeFileSync(
+      join(dir, 'package.json'),
+      Buffer.concat([
+        Buffer.from('{"version":"1.4.0","author":"'),
+        Buffer.from([0xff]),
+        Buffer.from('"}'),
+      ]),
+    );
+    expect(readEngineIdentity(dir)).toMatchObject({
+      problem: expect.stringMatching(/^cannot read package\.json: /),
+    });
+  });
+
+  test('a dangling pack.sig symlink in an engine folder is refused by signer and verifier', async () => {
+    const { dir, signer } = await signedEngine();
+    symlinkSync('nowhere', join(dir, PACK_SIGNATURE_FILE));
+    expect(await verifyEngine(dir, { selectKey: signer.selectKey })).toMatchObject({
+      kind: 'invalid',
+      reason: 'holds-pack-signature',
+    });
+    await expect(
+      signEngine(dir, { privateKeyPem: signer.privateKeyPem, kid: signer.kid }),
+    ).rejects.toMatchObject({ code: 'ERR_ENGINE_HOLDS_PACK_SIGNATURE' });
   });
 });
