@@ -5,11 +5,10 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
   DEFAULT_MANIFEST_MAX_BYTES,
-  loadPackManifest,
   MANIFEST_FILE,
   parsePackManifest,
 } from '@packwarden/pack-manifest';
-import { packArchive } from './build.js';
+import { loadBuildManifest, packArchive } from './build.js';
 import { writeFileAtomic } from './cache.js';
 import { isStoreError, StoreError } from './errors.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
@@ -51,15 +50,7 @@ export async function exportPack(
   options: ExportPackOptions = {},
 ): Promise<ExportedPack> {
   const dir = resolve(packDir);
-  let manifest;
-  try {
-    manifest = loadPackManifest(dir).manifest;
-  } catch (cause) {
-    throw new StoreError('ERR_BUILD_PACK_INVALID', `${dir}: ${(cause as Error).message}`, {
-      cause,
-      subject: dir,
-    });
-  }
+  const manifest = loadBuildManifest(dir);
   let built;
   try {
     built = await packArchive(dir);

@@ -60,6 +60,18 @@ function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
+/** A pack folder's `agent.yaml`, for a build or an export: anything wrong is `ERR_BUILD_PACK_INVALID`. */
+export function loadBuildManifest(dir: string): ReturnType<typeof loadPackManifest>['manifest'] {
+  try {
+    return loadPackManifest(dir).manifest;
+  } catch (cause) {
+    throw new StoreError('ERR_BUILD_PACK_INVALID', `${dir}: ${(cause as Error).message}`, {
+      cause,
+      subject: dir,
+    });
+  }
+}
+
 /** One pack folder as a byte-reproducible .tar.gz: sorted entries, fixed times and owners, 0644/0755. */
 export async function packArchive(
   dir: string,
@@ -159,6 +171,37 @@ export async function packArchive(
 }
 
 /**
+ * Writes one artifact's archive to `<out>/<folder>/<slug>/<slug>-<version>.tar.gz` (README
+ * "buildStaticStore"); returns what its index row says of it: the URL (relative to `index.json`
+ * unless `base`), size and SHA-256.
+ */
+async function writeStoreArchive(
+  out: string,
+  base: string | undefined,
+  folder: 'packs' | 'engines',
+  slug: string,
+  version: string,
+  archive: Buffer,
+): Promise<Pick<BuiltPack, 'archive' | 'size' | 'sha256'>> {
+  const relative = `${folder}/${slug}/${slug}-${version}.tar.gz`;
+  try {
+    await mkdir(join(out, folder, slug), { recursive: true });
+    await writeFileAtomic(join(out, relative), archive);
+  } catch (cause) {
+    throw new StoreError(
+      'ERR_BUILD_IO',
+      `cannot write ${join(out, relative)}: ${(cause as Error).message}`,
+      { cause },
+    );
+  }
+  return {
+    archive: base ? new URL(relative, base).href : relative,
+    size: archive.length,
+    sha256: createHash('sha256').update(archive).digest('hex'),
+  };
+}
+
+/**
  * Builds a static store from a folder of packs (`<dir>/<pack>/agent.yaml` or
  * `<dir>/<pack>/<version>/agent.yaml`, or `<dir>/agent.yaml` for one pack). Same packs in, same
  * bytes out.
@@ -200,15 +243,7 @@ export async function buildStaticStore(
     }
   >();
   for (const dir of dirs) {
-    let manifest;
-    try {
-      manifest = loadPackManifest(dir).manifest;
-    } catch (cause) {
-      throw new StoreError('ERR_BUILD_PACK_INVALID', `${dir}: ${(cause as Error).message}`, {
-        cause,
-        subject: dir,
-      });
-    }
+    const manifest = loadBuildManifest(dir);
     const { name: slug, version } = manifest.metadata;
     const key = `${slug}@${version}`;
     if (built.has(key))
@@ -216,23 +251,10 @@ export async function buildStaticStore(
         subject: key,
       });
     const { archive, digest, signed } = await packArchive(dir);
-    const relative = `packs/${slug}/${slug}-${version}.tar.gz`;
-    try {
-      await mkdir(join(out, 'packs', slug), { recursive: true });
-      await writeFileAtomic(join(out, relative), archive);
-    } catch (cause) {
-      throw new StoreError(
-        'ERR_BUILD_IO',
-        `cannot write ${join(out, relative)}: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
     const pack: BuiltPack = {
       slug,
       version,
-      archive: base ? new URL(relative, base).href : relative,
-      size: archive.length,
-      sha256: createHash('sha256').update(archive).digest('hex'),
+      ...(await writeStoreArchive(out, base, 'packs', slug, version, archive)),
       digest,
       signed,
     };
@@ -358,23 +380,10 @@ async function buildEngines(
       );
     const { archive, entries } = await packArchive(dir);
     const signature = entries.find((entry) => entry.path === ENGINE_SIGNATURE_FILE);
-    const relative = `engines/${slug}/${slug}-${version}.tar.gz`;
-    try {
-      await mkdir(join(out, 'engines', slug), { recursive: true });
-      await writeFileAtomic(join(out, relative), archive);
-    } catch (cause) {
-      throw new StoreError(
-        'ERR_BUILD_IO',
-        `cannot write ${join(out, relative)}: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
     const built: BuiltPack = {
       slug,
       version,
-      archive: base ? new URL(relative, base).href : relative,
-      size: archive.length,
-      sha256: createHash('sha256').update(archive).digest('hex'),
+      ...(await writeStoreArchive(out, base, 'engines', slug, version, archive)),
       // The engine digest: Pack digest v1 without the root engine.sig (pack-signature README).
       digest: digestManifest(entries.filter((entry) => entry !== signature)),
       signed: signature !== undefined,

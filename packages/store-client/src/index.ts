@@ -1,36 +1,11 @@
-export {
-  formatArtifactRef,
-  isSlug,
-  normalizeArtifactType,
-  parseArtifactRef,
-  ARTIFACT_TYPES,
-  SLUG_PATTERN,
-} from './refs.js';
-export type { ArtifactRef, ArtifactType } from './refs.js';
-export { isStoreError, StoreError } from './errors.js';
-export type { StoreErrorCode, StoreErrorOptions } from './errors.js';
+// What `@packwarden/store-client/store` offers (references, errors, `openStore` and its types),
+// listed once there.
+export * from './store-entry.js';
 export { DEFAULT_EXTRACT_LIMITS } from './limits.js';
 export type { ExtractLimits } from './limits.js';
 export { extractArchive, normalizeMode } from './extract.js';
 export type { ExtractedEntry, ExtractOptions, ExtractResult } from './extract.js';
 export { foldName } from './archive-path.js';
-export {
-  AGENTHIPPO_TYPE_DIRS,
-  DEFAULT_GITHUB_API_URL,
-  DEFAULT_STORE_REPO,
-  DEFAULT_STORE_URL,
-  openStore,
-} from './store.js';
-export type {
-  ArtifactSource,
-  Env,
-  OpenStoreOptions,
-  ResolvedArtifact,
-  Store,
-  StoreArtifact,
-  StoreKind,
-  StoreProblem,
-} from './store.js';
 export {
   STATIC_STORE_FORMAT,
   STORE_INDEX_LIMITS,
