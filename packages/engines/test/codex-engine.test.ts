@@ -1,25 +1,12 @@
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { EngineError, createCodexEngine, loadPackEngine, type CodexSdk } from '../src/index.js';
-import { cleanTemps, session, tempDir, textOf } from './helpers.js';
-import { alive, flag, sdkPack, standin, standinEnv, thinkingOf, waitUntil } from './sdk-helpers.js';
+import type { CodexSdk } from '../src/index.js';
+import { alive, cleanTemps, textOf, waitUntil } from './helpers.js';
+import { flag, standinTurnSetup, thinkingOf, toolFrames } from './sdk-helpers.js';
 
 afterEach(cleanTemps);
 
 const TOKEN = 'sk-openai-model-token-4242';
-
-async function codexTurnSetup(scenario: string, fileAccess?: string) {
-  const { env, records } = standinEnv(scenario);
-  const engine = await loadPackEngine({
-    packDir: tempDir(),
-    manifest: sdkPack('codex', fileAccess, 'pack-model'),
-    home: tempDir(),
-    env,
-    codex: { executablePath: standin('codex') },
-  });
-  const runtime = { workspaceRoot: tempDir(), stateDir: tempDir() };
-  return { engine, runtime, records, s: session(engine, runtime) };
-}
 
 /** The `--config key=value` overrides of an argv. */
 const configs = (argv: readonly string[]) =>
@@ -27,7 +14,11 @@ const configs = (argv: readonly string[]) =>
 
 describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
   test('routing: a provider of our own on the gateway, a placeholder in its env_key, never the token; text, reasoning and the thread id', async () => {
-    const { engine, runtime, records, s } = await codexTurnSetup('text', 'workspace-write');
+    const { engine, runtime, records, s } = await standinTurnSetup(
+      'codex',
+      'text',
+      'workspace-write',
+    );
     expect(engine.id).toBe('codex');
     const { events, outcome } = await s.run({
       message: 'hello there',
@@ -82,7 +73,7 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
   });
 
   test('permissions: read-only / workspace-write / full become --sandbox; none is refused', async () => {
-    const { records, s } = await codexTurnSetup('text', 'full');
+    const { records, s } = await standinTurnSetup('codex', 'text', 'full');
     for (const fileAccess of ['read', 'write'] as const) {
       const { outcome } = await s.run({ message: 'x', permissions: { fileAccess } });
       expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
@@ -99,15 +90,8 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
     await s.close();
   });
 
-  test('a frame cannot widen the pack: write on a read-only pack stays read-only', async () => {
-    const { records, s } = await codexTurnSetup('text', 'read-only');
-    await s.run({ message: 'x', permissions: { fileAccess: 'write' } });
-    expect(flag(records()[0]?.argv ?? [], '--sandbox')).toBe('read-only');
-    await s.close();
-  });
-
   test('resume: nativeSessionId resumes the thread and rides the terminal frame', async () => {
-    const { records, s } = await codexTurnSetup('text');
+    const { records, s } = await standinTurnSetup('codex', 'text');
     const { outcome } = await s.run({ message: 'again', nativeSessionId: 'thread-prev-7' });
     expect(outcome).toMatchObject({ type: 'result', nativeSessionId: 'thread-prev-7' });
     const argv = records()[0]?.argv ?? [];
@@ -116,12 +100,10 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
   });
 
   test('command executions and file changes become tool_start / tool_end', async () => {
-    const { s } = await codexTurnSetup('tools');
+    const { s } = await standinTurnSetup('codex', 'tools');
     const { events, outcome } = await s.run({ message: 'list files' });
     expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
-    const tools = events.filter(
-      (event) => event.type === 'tool_start' || event.type === 'tool_end',
-    );
+    const tools = toolFrames(events);
     expect(tools).toEqual([
       expect.objectContaining({
         type: 'tool_start',
@@ -154,7 +136,7 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
   });
 
   test('cancel aborts runStreamed: the turn ends cancelled and the codex process is gone', async () => {
-    const { records, s } = await codexTurnSetup('sleep');
+    const { records, s } = await standinTurnSetup('codex', 'sleep');
     const controller = new AbortController();
     const started = Date.now();
     const { outcome } = await s.run(
@@ -172,8 +154,8 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
     await s.close();
   });
 
-  test('turn.failed and a crashing CLI fail the turn', async () => {
-    const failed = await codexTurnSetup('error');
+  test('turn.failed fails the turn', async () => {
+    const failed = await standinTurnSetup('codex', 'error');
     const { events, outcome } = await failed.s.run({ message: 'x', modelToken: TOKEN });
     expect(outcome).toMatchObject({ type: 'failed', error: { code: 'codex_turn_failed' } });
     expect(outcome.type === 'failed' && outcome.error.message).toContain('the model is overloaded');
@@ -181,45 +163,10 @@ describe('the codex engine (Codex SDK against a stand-in codex CLI)', () => {
       expect.objectContaining({ type: 'warning', code: 'codex_error' }),
     );
     await failed.s.close();
-
-    const crashed = await codexTurnSetup('crash');
-    const second = await crashed.s.run({ message: 'x', modelToken: TOKEN });
-    expect(second).toMatchObject({ outcome: { type: 'failed', error: { code: 'codex_failed' } } });
-    expect(second.outcome.type === 'failed' && second.outcome.error.message).toContain('code 3');
-    expect(JSON.stringify(second)).not.toContain(TOKEN);
-    await crashed.s.close();
   });
 });
 
 describe('the codex SDK is optional', () => {
-  test('absent: ERR_ENGINE_SDK_MISSING naming the package to install', async () => {
-    const error = await loadPackEngine({
-      packDir: tempDir(),
-      manifest: sdkPack('codex'),
-      home: tempDir(),
-      codex: {
-        loadSdk: () =>
-          Promise.reject(
-            Object.assign(
-              new Error("Cannot find package '@openai/codex-sdk' imported from /app/index.js"),
-              { code: 'ERR_MODULE_NOT_FOUND' },
-            ),
-          ),
-      },
-    }).catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(EngineError);
-    expect(error).toMatchObject({ code: 'ERR_ENGINE_SDK_MISSING' });
-    expect((error as Error).message).toContain('npm install @openai/codex-sdk');
-  });
-
-  test('present but broken: ERR_ENGINE_LOAD', async () => {
-    const error = await createCodexEngine({
-      pack: { id: 'p', version: '1.0.0' },
-      loadSdk: () => Promise.reject(new Error('boom')),
-    }).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: 'ERR_ENGINE_LOAD' });
-  });
-
   test('the installed SDK fits the shape the engine uses', async () => {
     const sdk: CodexSdk = await import('@openai/codex-sdk');
     expect(typeof sdk.Codex).toBe('function');

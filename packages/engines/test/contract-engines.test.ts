@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { cleanTemps, fixtures, tempDir } from './helpers.js';
+import { cleanTemps, fixtures, tempDir, textOf } from './helpers.js';
 import {
   copyFixture,
   installPackage,
   loadPackCustomEngine,
-  textOf,
   wireSession,
 } from './contract-helpers.js';
 

@@ -1,66 +1,25 @@
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { loadPackManifest } from '@packwarden/pack-manifest';
-import {
-  connectRunner,
-  startRunnerHost,
-  type RunEvent,
-  type RunOptions,
-  type RunOutcome,
-  type RunRequest,
-} from '@packwarden/runner-host';
 import type { EngineRuntime, LoadCustomEngineOptions, PackEngine } from '../src/index.js';
 import { loadCustomEngine } from '../src/index.js';
-import { fixtures, tempDir } from './helpers.js';
+import { fixtures, hostSession, tempDir, type Session } from './helpers.js';
 
-export interface WireSession {
-  run(
-    request: RunRequest,
-    options?: RunOptions,
-  ): Promise<{ events: RunEvent[]; outcome: RunOutcome }>;
+export interface WireSession extends Omit<Session, 'client'> {
   /** Every byte the host wrote to the driver, and every host diagnostic. */
   wire(): string;
-  close(): Promise<void>;
 }
 
 /** A real runner host over in-memory streams, driven by the real client, with the wire kept. */
 export function wireSession(engine: PackEngine, runtime: EngineRuntime): WireSession {
-  const toHost = new PassThrough();
-  const toDriver = new PassThrough();
   const seen: string[] = [];
-  toDriver.on('data', (chunk: Buffer) => seen.push(chunk.toString('utf8')));
-  const host = startRunnerHost({
+  const { run, close } = hostSession(
     engine,
     runtime,
-    input: toHost,
-    output: toDriver,
-    kill: (request) => engine.kill?.(request),
-    logger: (entry) => seen.push(JSON.stringify(entry)),
-  });
-  const client = connectRunner({ input: toDriver, output: toHost });
-  return {
-    async run(request, options = {}) {
-      const events: RunEvent[] = [];
-      const handle = client.run(request, {
-        ...options,
-        onEvent: (event) => {
-          events.push(event);
-          options.onEvent?.(event);
-        },
-      });
-      return { events, outcome: await handle.outcome };
-    },
-    wire: () => seen.join(''),
-    async close() {
-      await client.shutdown();
-      await host.done;
-    },
-  };
-}
-
-export function textOf(events: RunEvent[]): string {
-  return events.map((event) => (event.type === 'text' ? event.delta : '')).join('');
+    { logger: (entry) => seen.push(JSON.stringify(entry)) },
+    (text) => seen.push(text),
+  );
+  return { run, wire: () => seen.join(''), close };
 }
 
 /** A copy of a fixture pack in a temp dir (tests write node_modules and plant files in it). */

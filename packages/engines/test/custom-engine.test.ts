@@ -4,8 +4,8 @@ import { loadPackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { EngineError } from '../src/index.js';
 import { loadCustomEngine, loadCustomEngineManifest, loadPackEngine } from '../src/index.js';
-import { loadPackCustomEngine, textOf, wireSession } from './contract-helpers.js';
-import { cleanTemps, fixtures, tempDir } from './helpers.js';
+import { loadPackCustomEngine, wireSession } from './contract-helpers.js';
+import { cleanTemps, fixtures, tempDir, textOf } from './helpers.js';
 
 afterEach(cleanTemps);
 

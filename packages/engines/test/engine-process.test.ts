@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WrappableCommand } from '../src/index.js';
 import { loadCustomEngine } from '../src/index.js';
-import { textOf, wireSession } from './contract-helpers.js';
-import { cleanTemps, tempDir } from './helpers.js';
+import { wireSession } from './contract-helpers.js';
+import { cleanTemps, tempDir, textOf } from './helpers.js';
 
 afterEach(cleanTemps);
 

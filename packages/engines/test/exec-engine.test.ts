@@ -1,9 +1,9 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
 import { loadPackEngine } from '../src/index.js';
-import { cleanTemps, session, tempDir, textOf } from './helpers.js';
+import { alive, cleanTemps, session, tempDir, textOf, waitUntil } from './helpers.js';
 
 afterEach(cleanTemps);
 
@@ -32,20 +32,6 @@ ${extra}`,
   });
   return { engine, runtime: { workspaceRoot: tempDir(), stateDir: tempDir() } };
 }
-
-/** Running (a zombie waiting to be reaped by whoever adopted it counts as dead). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
 
 describe('the exec engine', () => {
   test('message on stdin, JSON lines to frames (last line without newline), env and cwd', async () => {
@@ -151,8 +137,11 @@ describe('the exec engine', () => {
     const { engine, runtime } = await execPack(`
       import { spawn } from 'node:child_process';
       process.on('SIGTERM', () => {});
-      const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-      process.stdout.write(JSON.stringify({ type: 'text', delta: String(child.pid) }) + '\\n');
+      // The grandchild says when it ignores SIGTERM: a cancel before that would end it anyway.
+      const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); process.stdout.write("ready"); setInterval(() => {}, 1000)'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      child.stdout.once('data', () => {
+        process.stdout.write(JSON.stringify({ type: 'text', delta: String(child.pid) }) + '\\n');
+      });
       setInterval(() => {}, 1000);
     `);
     const s = session(engine, runtime, 5000);
@@ -175,8 +164,9 @@ describe('the exec engine', () => {
     expect(grandchild).toBeGreaterThan(0);
     // Ended by the engine's own SIGKILL after its 200 ms grace, well before the host's 5 s.
     expect(Date.now() - started).toBeLessThan(4000);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(alive(grandchild)).toBe(false);
+    // The SIGKILL went to the whole group before the turn ended: nothing else will end the
+    // grandchild, so the bound only allows for the kernel and init to reap it.
+    expect(await waitUntil(() => !alive(grandchild), 2000)).toBe(true);
     await s.close();
   });
 
@@ -193,8 +183,8 @@ describe('the exec engine', () => {
     expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
     const leftover = Number(textOf(events));
     expect(leftover).toBeGreaterThan(0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(alive(leftover)).toBe(false);
+    // Killed when the command exited, before the turn ended (it would have held stdout open).
+    expect(await waitUntil(() => !alive(leftover), 2000)).toBe(true);
     await s.close();
   }, 10_000);
 

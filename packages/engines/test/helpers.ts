@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -10,6 +10,7 @@ import {
   type RunOutcome,
   type RunRequest,
   type RunnerClient,
+  type RunnerHostOptions,
 } from '@packwarden/runner-host';
 import type { EngineRuntime, PackEngine } from '../src/index.js';
 
@@ -36,14 +37,28 @@ export interface Session {
 
 /** A real runner host over in-memory streams, driven by the real client. */
 export function session(engine: PackEngine, runtime: EngineRuntime, cancelGraceMs = 2000): Session {
+  return hostSession(engine, runtime, { cancelGraceMs });
+}
+
+/**
+ * A real runner host over in-memory streams, driven by the real client: `host` adds to the
+ * host's options, `onWire` sees every byte the host writes to the driver.
+ */
+export function hostSession(
+  engine: PackEngine,
+  runtime: EngineRuntime,
+  host: Pick<RunnerHostOptions<EngineRuntime>, 'cancelGraceMs' | 'logger'> = {},
+  onWire?: (text: string) => void,
+): Session {
   const toHost = new PassThrough();
   const toDriver = new PassThrough();
-  const host = startRunnerHost({
+  if (onWire !== undefined) toDriver.on('data', (chunk: Buffer) => onWire(chunk.toString('utf8')));
+  const running = startRunnerHost({
     engine,
     runtime,
     input: toHost,
     output: toDriver,
-    cancelGraceMs,
+    ...host,
     kill: (request) => engine.kill?.(request),
   });
   const client = connectRunner({ input: toDriver, output: toHost });
@@ -58,16 +73,42 @@ export function session(engine: PackEngine, runtime: EngineRuntime, cancelGraceM
           options.onEvent?.(event);
         },
       });
-      const outcome = await handle.outcome;
-      return { events, outcome };
+      return { events, outcome: await handle.outcome };
     },
     async close() {
       await client.shutdown();
-      await host.done;
+      await running.done;
     },
   };
 }
 
 export function textOf(events: RunEvent[]): string {
   return events.map((event) => (event.type === 'text' ? event.delta : '')).join('');
+}
+
+/** Running (a zombie waiting to be reaped by whoever adopted it counts as dead). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Polls `check` until it holds or `timeoutMs` has passed, and says whether it held: for what a
+ * test cannot be told about (a process it did not start ending), without a fixed sleep.
+ */
+export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return check();
 }

@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { loadCustomEngine } from '../src/index.js';
-import { textOf, wireSession } from './contract-helpers.js';
-import { cleanTemps, tempDir } from './helpers.js';
+import { wireSession } from './contract-helpers.js';
+import { cleanTemps, tempDir, textOf } from './helpers.js';
 
 afterEach(cleanTemps);
 

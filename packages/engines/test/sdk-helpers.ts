@@ -2,7 +2,8 @@ import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from
 import { join } from 'node:path';
 import { parsePackManifest } from '@packwarden/pack-manifest';
 import type { RunEvent } from '@packwarden/runner-host';
-import { fixtures, tempDir } from './helpers.js';
+import { loadPackEngine } from '../src/index.js';
+import { fixtures, session, tempDir } from './helpers.js';
 
 export interface StandinRecord {
   argv: string[];
@@ -73,25 +74,36 @@ export function thinkingOf(events: RunEvent[]): string {
   return events.map((event) => (event.type === 'thinking' ? event.delta : '')).join('');
 }
 
-/** Running (a zombie counts as dead). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
+/**
+ * The `claude` or `codex` engine of a pack (model `pack-model`), loaded as the sandbox loads it
+ * but with the stand-in CLI for `scenario`, and a session on it.
+ */
+export async function standinTurnSetup(
+  engine: 'claude' | 'codex',
+  scenario: string,
+  fileAccess?: string,
+) {
+  const { env, records } = standinEnv(scenario);
+  const executable = { executablePath: standin(engine) };
+  const packEngine = await loadPackEngine({
+    packDir: tempDir(),
+    manifest: sdkPack(engine, fileAccess, 'pack-model'),
+    home: tempDir(),
+    env,
+    ...(engine === 'claude' ? { claude: executable } : { codex: executable }),
+  });
+  const runtime = { workspaceRoot: tempDir(), stateDir: tempDir() };
+  return { engine: packEngine, runtime, records, s: session(packEngine, runtime) };
 }
 
-export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return check();
-}
+/** The tool frames of a turn, in order. */
+export const toolFrames = (events: RunEvent[]) =>
+  events.filter((event) => event.type === 'tool_start' || event.type === 'tool_end');
+
+/** An SDK importer that fails as Node does when `packageName` is not installed. */
+export const missingSdk = (packageName: string, importedFrom: string) => () =>
+  Promise.reject(
+    Object.assign(new Error(`Cannot find package '${packageName}' imported from ${importedFrom}`), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    }),
+  );

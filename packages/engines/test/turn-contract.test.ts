@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { copyFixture, loadPackCustomEngine, textOf, wireSession } from './contract-helpers.js';
-import { cleanTemps } from './helpers.js';
+import { copyFixture, loadPackCustomEngine, wireSession } from './contract-helpers.js';
+import { cleanTemps, textOf } from './helpers.js';
 
 afterEach(cleanTemps);
 
