@@ -1,40 +1,27 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunEvent } from '@packwarden/runner-host';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createClaudeEngine, loadPackEngine } from '../src/index.js';
-import {
-  hasToolResult,
-  startFakeModelServer,
-  type FakeModelServer,
-  type ModelReply,
-  type ModelRequest,
-} from './fake-model-server.js';
-import type { CommandWrapper } from '../src/index.js';
-import { cleanTemps, session, tempDir, textOf } from './helpers.js';
+import { describe, expect, test } from 'vitest';
+import { loadPackEngine } from '../src/index.js';
+import { hasToolResult, type ModelReply, type ModelRequest } from './fake-model-server.js';
+import { session, tempDir, textOf } from './helpers.js';
 import {
   REAL_TOKEN,
-  cleanStateDirs,
+  expectNoCredentialSent,
+  fakeModelServer,
   filesContaining,
-  nativeCli,
   promptPack,
+  realCliSuite,
+  realCliTurn,
   recordingWrapper,
   stateDir,
+  toolEnds,
+  type RealCliTurnOptions,
 } from './real-cli-helpers.js';
 
 // Real Claude Code (the SDK's linux-x64 native CLI) against a fake Anthropic Messages server on
 // loopback. Verdicts come from host-side evidence: the server's request log, files, the state dir.
 
-const servers: FakeModelServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-  cleanTemps();
-  cleanStateDirs();
-});
-
-beforeAll(() => {
-  nativeCli('claude');
-});
+realCliSuite('claude');
 
 /** A model that calls `tool` once, then answers `done` in text. */
 const oneTool =
@@ -42,43 +29,12 @@ const oneTool =
   (_api: 'anthropic' | 'openai', request: ModelRequest): ModelReply =>
     hasToolResult('anthropic', request) ? { text: 'done' } : { tool: { name, input } };
 
-async function claudeTurn(options: {
-  reply: (api: 'anthropic' | 'openai', request: ModelRequest) => ModelReply;
-  fileAccess?: 'read-only' | 'workspace-write' | 'full';
-  baseUrlSuffix?: string;
-  pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
-  wrap?: CommandWrapper;
-  confinedWrites?: boolean;
-}) {
-  const server = await startFakeModelServer(options.reply);
-  servers.push(server);
-  const engine = await createClaudeEngine({
-    pack: {
-      id: 'real-pack',
-      version: '1.0.0',
-      fileAccess: options.fileAccess ?? 'workspace-write',
-    },
-    baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
-    ...(options.pack ?? {}),
-    ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
-    ...(options.confinedWrites !== undefined ? { confinedWrites: options.confinedWrites } : {}),
-  });
-  const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
-  const s = session(engine, runtime);
-  const { events, outcome } = await s.run({
-    message: 'hello from the test',
-    baseUrl: `${server.url}${options.baseUrlSuffix ?? ''}`,
-    modelToken: REAL_TOKEN,
-    modelId: 'claude-sonnet-4-5',
-  });
-  await s.close();
-  return { server, runtime, events, outcome };
-}
-
-const toolEnds = (events: RunEvent[]) =>
-  events.filter(
-    (event): event is Extract<RunEvent, { type: 'tool_end' }> => event.type === 'tool_end',
-  );
+/** A turn of the real Claude Code; its model's script does not need the workspace. */
+const claudeTurn = (
+  options: Omit<RealCliTurnOptions, 'reply'> & {
+    reply: (api: 'anthropic' | 'openai', request: ModelRequest) => ModelReply;
+  },
+) => realCliTurn('claude', { ...options, reply: () => options.reply });
 
 // Several turns per test, each a real CLI start: more than the shared 30 s under a loaded suite.
 describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }, () => {
@@ -175,8 +131,7 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
 
   test("through loadPackEngine (what the sandbox calls), the pack's prompt reaches the model too", async () => {
     const pack = promptPack('claude', 'SYSTEM-VIA-LOADER-1618', 'AGENTS-VIA-LOADER-1414');
-    const server = await startFakeModelServer(() => ({ text: 'ok' }));
-    servers.push(server);
+    const server = await fakeModelServer(() => ({ text: 'ok' }));
     const engine = await loadPackEngine({
       ...pack,
       home: tempDir(),
@@ -268,27 +223,13 @@ describe('the claude engine with the real Claude Code CLI', { timeout: 180_000 }
   });
 
   test('a local server without a token: the turn completes, the CLI holds a placeholder, the server gets no credential', async () => {
-    const server = await startFakeModelServer(() => ({ text: 'no key needed' }));
-    servers.push(server);
-    const engine = await createClaudeEngine({
-      pack: { id: 'real-pack', version: '1.0.0', fileAccess: 'workspace-write' },
-      baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
+    const { server, events, outcome } = await claudeTurn({
+      reply: () => ({ text: 'no key needed' }),
+      withoutToken: true,
     });
-    const s = session(engine, { workspaceRoot: tempDir(), stateDir: stateDir() });
-    const { events, outcome } = await s.run({
-      message: 'hi',
-      baseUrl: server.url,
-      modelId: 'claude-sonnet-4-5',
-    });
-    await s.close();
     expect(outcome).toMatchObject({ type: 'result' });
     expect(textOf(events)).toBe('no key needed');
-    expect(server.modelRequests().length).toBeGreaterThan(0);
-    for (const request of server.modelRequests()) {
-      expect(request.path).toBe('/v1/messages');
-      expect(request.headers['x-api-key']).toBeUndefined();
-      expect(request.headers.authorization).toBeUndefined();
-    }
+    expectNoCredentialSent(server, '/v1/messages');
   });
 });
 

@@ -1,40 +1,26 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunEvent } from '@packwarden/runner-host';
-import { afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { createCodexEngine } from '../src/index.js';
-import {
-  hasToolResult,
-  startFakeModelServer,
-  type FakeModelServer,
-  type ModelReply,
-  type ModelRequest,
-} from './fake-model-server.js';
-import type { CommandWrapper } from '../src/index.js';
-import { cleanTemps, session, tempDir, textOf } from './helpers.js';
+import { describe, expect, test } from 'vitest';
+import { hasToolResult, type ModelReply, type ModelRequest } from './fake-model-server.js';
+import { tempDir, textOf } from './helpers.js';
 import {
   REAL_TOKEN,
-  cleanStateDirs,
+  expectNoCredentialSent,
   filesContaining,
-  nativeCli,
   promptPack,
+  realCliSuite,
+  realCliTurn,
   recordingWrapper,
   stateDir,
+  toolEnds,
+  type RealCliTurnOptions,
 } from './real-cli-helpers.js';
 
 // Real codex (the SDK's linux-x64 native CLI) against a fake OpenAI Responses server on loopback.
 // Verdicts come from host-side evidence: the server's request log, files, the state dir.
 
-const servers: FakeModelServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-  cleanTemps();
-  cleanStateDirs();
-});
-
-beforeAll(() => {
-  nativeCli('codex');
-});
+realCliSuite('codex');
 
 type Reply = (api: 'anthropic' | 'openai', request: ModelRequest) => ModelReply;
 
@@ -47,45 +33,8 @@ const command =
       ? { text: 'done' }
       : { tool: { name: 'exec_command', input: { cmd: cmd(workspace), ...extra } } };
 
-async function codexTurn(options: {
-  reply: (workspace: string) => Reply;
-  fileAccess?: 'read-only' | 'workspace-write' | 'full';
-  baseUrlSuffix?: string;
-  pack?: { packDir: string; manifest: ReturnType<typeof promptPack>['manifest'] };
-  wrap?: CommandWrapper;
-  confinedWrites?: boolean;
-  onModelOrigin?: (origin: string) => void;
-}) {
-  const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
-  const server = await startFakeModelServer(options.reply(runtime.workspaceRoot));
-  servers.push(server);
-  const engine = await createCodexEngine({
-    pack: {
-      id: 'real-pack',
-      version: '1.0.0',
-      fileAccess: options.fileAccess ?? 'workspace-write',
-    },
-    baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
-    ...(options.pack ?? {}),
-    ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
-    ...(options.confinedWrites !== undefined ? { confinedWrites: options.confinedWrites } : {}),
-    ...(options.onModelOrigin !== undefined ? { onModelOrigin: options.onModelOrigin } : {}),
-  });
-  const s = session(engine, runtime);
-  const { events, outcome } = await s.run({
-    message: 'hello from the test',
-    baseUrl: `${server.url}${options.baseUrlSuffix ?? ''}`,
-    modelToken: REAL_TOKEN,
-    modelId: 'gpt-5.2-codex',
-  });
-  await s.close();
-  return { server, runtime, events, outcome };
-}
-
-const toolEnds = (events: RunEvent[]) =>
-  events.filter(
-    (event): event is Extract<RunEvent, { type: 'tool_end' }> => event.type === 'tool_end',
-  );
+/** A turn of the real codex. */
+const codexTurn = (options: RealCliTurnOptions) => realCliTurn('codex', options);
 
 const patchAdding = (path: string, line: string) =>
   `apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ${path}\n+${line}\n*** End Patch\nEOF\n`;
@@ -262,26 +211,12 @@ describe('the codex engine with the real codex CLI', { timeout: 180_000 }, () =>
   });
 
   test('a local server without a token: the turn completes, the CLI holds a placeholder, the server gets no credential', async () => {
-    const server = await startFakeModelServer(() => ({ text: 'no key needed' }));
-    servers.push(server);
-    const engine = await createCodexEngine({
-      pack: { id: 'real-pack', version: '1.0.0', fileAccess: 'workspace-write' },
-      baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
+    const { server, events, outcome } = await codexTurn({
+      reply: () => () => ({ text: 'no key needed' }),
+      withoutToken: true,
     });
-    const s = session(engine, { workspaceRoot: tempDir(), stateDir: stateDir() });
-    const { events, outcome } = await s.run({
-      message: 'hi',
-      baseUrl: server.url,
-      modelId: 'gpt-5.2-codex',
-    });
-    await s.close();
     expect(outcome).toMatchObject({ type: 'result' });
     expect(textOf(events)).toBe('no key needed');
-    expect(server.modelRequests().length).toBeGreaterThan(0);
-    for (const request of server.modelRequests()) {
-      expect(request.path).toBe('/v1/responses');
-      expect(request.headers['x-api-key']).toBeUndefined();
-      expect(request.headers.authorization).toBeUndefined();
-    }
+    expectNoCredentialSent(server, '/v1/responses');
   });
 });

@@ -10,8 +10,15 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parsePackManifest, type AgentManifest } from '@packwarden/pack-manifest';
-import type { CommandWrapper } from '../src/index.js';
-import { tempDir } from './helpers.js';
+import type { RunEvent } from '@packwarden/runner-host';
+import { afterEach, beforeAll, expect } from 'vitest';
+import { createClaudeEngine, createCodexEngine, type CommandWrapper } from '../src/index.js';
+import {
+  startFakeModelServer,
+  type FakeModelServer,
+  type ModelScript,
+} from './fake-model-server.js';
+import { cleanTemps, session, tempDir } from './helpers.js';
 
 /** The token the run frame carries: it must reach the fake model server and nothing else. */
 export const REAL_TOKEN = 'sk-real-model-token-7f3a9c1e5b';
@@ -120,4 +127,93 @@ export function recordingWrapper(): { wrap: CommandWrapper; log: () => string[] 
     log: () =>
       existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean) : [],
   };
+}
+
+const servers: FakeModelServer[] = [];
+
+/**
+ * The hooks of a real-CLI test file: the engine's native CLI is installed (or every test fails
+ * naming the missing package); model servers, temp dirs and state dirs go after each test.
+ */
+export function realCliSuite(engine: 'claude' | 'codex'): void {
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.close()));
+    cleanTemps();
+    cleanStateDirs();
+  });
+  beforeAll(() => {
+    nativeCli(engine);
+  });
+}
+
+/** A fake model server on loopback, closed after the test. */
+export async function fakeModelServer(script: ModelScript): Promise<FakeModelServer> {
+  const server = await startFakeModelServer(script);
+  servers.push(server);
+  return server;
+}
+
+export interface RealCliTurnOptions {
+  /** The model's script, given the turn's workspace. */
+  reply: (workspace: string) => ModelScript;
+  fileAccess?: 'read-only' | 'workspace-write' | 'full';
+  /** Appended to the server root in the run's `baseUrl` (`/v1`, …). */
+  baseUrlSuffix?: string;
+  pack?: { packDir: string; manifest: AgentManifest };
+  wrap?: CommandWrapper;
+  confinedWrites?: boolean;
+  onModelOrigin?: (origin: string) => void;
+  /** A run without `modelToken` (a local server that needs none). */
+  withoutToken?: boolean;
+}
+
+const MODEL_IDS = { claude: 'claude-sonnet-4-5', codex: 'gpt-5.2-codex' } as const;
+
+/**
+ * One turn of the engine on its real CLI, against a fake model server on loopback, with the run's
+ * token `REAL_TOKEN`; the session is closed when the turn has ended.
+ */
+export async function realCliTurn(engine: 'claude' | 'codex', options: RealCliTurnOptions) {
+  const runtime = { workspaceRoot: tempDir(), stateDir: stateDir() };
+  const server = await fakeModelServer(options.reply(runtime.workspaceRoot));
+  const engineOptions = {
+    pack: {
+      id: 'real-pack',
+      version: '1.0.0',
+      fileAccess: options.fileAccess ?? 'workspace-write',
+    },
+    baseEnv: { PATH: process.env.PATH, HOME: tempDir() },
+    ...(options.pack ?? {}),
+    ...(options.wrap !== undefined ? { wrap: options.wrap } : {}),
+    ...(options.confinedWrites !== undefined ? { confinedWrites: options.confinedWrites } : {}),
+    ...(options.onModelOrigin !== undefined ? { onModelOrigin: options.onModelOrigin } : {}),
+  };
+  const packEngine =
+    engine === 'claude'
+      ? await createClaudeEngine(engineOptions)
+      : await createCodexEngine(engineOptions);
+  const s = session(packEngine, runtime);
+  const { events, outcome } = await s.run({
+    message: 'hello from the test',
+    baseUrl: `${server.url}${options.baseUrlSuffix ?? ''}`,
+    ...(options.withoutToken === true ? {} : { modelToken: REAL_TOKEN }),
+    modelId: MODEL_IDS[engine],
+  });
+  await s.close();
+  return { server, runtime, events, outcome };
+}
+
+export const toolEnds = (events: RunEvent[]) =>
+  events.filter(
+    (event): event is Extract<RunEvent, { type: 'tool_end' }> => event.type === 'tool_end',
+  );
+
+/** The server got model requests, all on `path`, none of them with a credential. */
+export function expectNoCredentialSent(server: FakeModelServer, path: string): void {
+  expect(server.modelRequests().length).toBeGreaterThan(0);
+  for (const request of server.modelRequests()) {
+    expect(request.path).toBe(path);
+    expect(request.headers['x-api-key']).toBeUndefined();
+    expect(request.headers.authorization).toBeUndefined();
+  }
 }
