@@ -105,11 +105,10 @@ const defaultTimers = {
   clearTimeout: (handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
-/**
- * Speaks the driver side of the protocol over any pair of byte streams. Wires its units: the
- * channel (frames in and out, flow control), the handshake, the run table and the liveness watch.
- */
+/** Speaks the driver side of the protocol over any pair of byte streams. */
 export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
+  // Built from its units: the channel (frames in and out, flow control), the handshake, the run
+  // table and the liveness watch.
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
   const now = options.now ?? (() => performance.now());
   const timers = options.timers ?? defaultTimers;

@@ -108,10 +108,10 @@ export interface RunnerHost {
 /**
  * Serves the runner-host protocol on one channel (stdio, or one accepted socket connection).
  * Never throws after start and never prints: problems become frames and logger entries.
- * Builds the session from its units: the transport (frames in and out), the handshake, run
- * admission, the run supervisor, the engines' lifecycle and the dispatcher between them.
  */
 export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>): RunnerHost {
+  // The session is built from its units: the transport (frames in and out), the handshake, run
+  // admission, the run supervisor, the engines' lifecycle and the dispatcher between them.
   const config = resolveHostConfig(options);
   const { timers, cancelGraceMs } = config;
   const secrets = options.secrets ?? new SecretSet();

@@ -2,54 +2,7 @@ export { RunnerHostError, isRunnerHostError } from './errors.js';
 export type { RunnerHostErrorCode } from './errors.js';
 
 // The frames' zod schemas and the JSON Schema are in `@packwarden/runner-host/protocol`.
-export {
-  MAX_FRAME_BYTES,
-  SUPPORTED_PROTOCOLS,
-  WIRE_ERROR_CODES,
-  isRunEventFrame,
-  isTerminalFrame,
-  parseDriverFrame,
-  parseHostFrame,
-  requestedFileAccess,
-} from './frames.js';
-export type {
-  AcceptedFrame,
-  AnswerFrame,
-  ByeFrame,
-  CancelFrame,
-  Capabilities,
-  DriverFrame,
-  EngineFileAccess,
-  EngineInfo,
-  FailedFrame,
-  FatalFrame,
-  FileAccess,
-  HelloFrame,
-  HostFrame,
-  LogFrame,
-  LogLevel,
-  PeerInfo,
-  PingFrame,
-  PongFrame,
-  ProgressFrame,
-  QuestionFrame,
-  QuestionOutcomeKind,
-  QuestionResolvedFrame,
-  ResultFrame,
-  RunEventFrame,
-  RunFrame,
-  SessionFrame,
-  ShutdownFrame,
-  StopReason,
-  TerminalFrame,
-  TextFrame,
-  ThinkingFrame,
-  ToolEndFrame,
-  ToolStartFrame,
-  WarningFrame,
-  WelcomeFrame,
-  WireError,
-} from './frames.js';
+export * from './wire.js';
 
 export { FrameDecoder, FrameWriter, InputBudget, encodeFrame, readFrames } from './codec.js';
 export type {

@@ -3,10 +3,9 @@
 // drivers in other languages' tooling, validators and docs (README "The protocol"). The main entry
 // keeps the parsers, guards, constants and types only: the schemas are values a host or driver
 // does not need, and a consumer should not have to carry ~33 zod exports through its main import.
+export * from './wire.js'; // the same list as the main entry
+
 export {
-  MAX_FRAME_BYTES,
-  SUPPORTED_PROTOCOLS,
-  WIRE_ERROR_CODES,
   acceptedFrameSchema,
   answerFrameSchema,
   byeFrameSchema,
@@ -19,14 +18,9 @@ export {
   fileAccessSchema,
   helloFrameSchema,
   hostFrameSchemas,
-  isRunEventFrame,
-  isTerminalFrame,
   logFrameSchema,
   logLevelSchema,
-  parseDriverFrame,
-  parseHostFrame,
   peerInfoSchema,
-  requestedFileAccess,
   pingFrameSchema,
   pongFrameSchema,
   progressFrameSchema,
@@ -46,43 +40,4 @@ export {
   welcomeFrameSchema,
   wireErrorSchema,
 } from './frames.js';
-export type {
-  AcceptedFrame,
-  AnswerFrame,
-  ByeFrame,
-  CancelFrame,
-  Capabilities,
-  DriverFrame,
-  EngineFileAccess,
-  EngineInfo,
-  FailedFrame,
-  FatalFrame,
-  FileAccess,
-  HelloFrame,
-  HostFrame,
-  LogFrame,
-  LogLevel,
-  PeerInfo,
-  PingFrame,
-  PongFrame,
-  ProgressFrame,
-  QuestionFrame,
-  QuestionOutcomeKind,
-  QuestionResolvedFrame,
-  ResultFrame,
-  RunEventFrame,
-  RunFrame,
-  SessionFrame,
-  ShutdownFrame,
-  StopReason,
-  TerminalFrame,
-  TextFrame,
-  ThinkingFrame,
-  ToolEndFrame,
-  ToolStartFrame,
-  WarningFrame,
-  WelcomeFrame,
-  WireError,
-} from './frames.js';
-
 export { framesJsonSchema } from './json-schema.js';
