@@ -1,21 +1,14 @@
+import type { ConnectRunnerOptions } from './client.js';
 import { RunnerHostError } from './errors.js';
 import {
   SUPPORTED_PROTOCOLS,
-  type Capabilities,
   type FatalFrame,
   type HelloFrame,
-  type PeerInfo,
   type WelcomeFrame,
 } from './frames.js';
 
-/** What the driver offers in its `hello`. */
-export interface HelloOffer {
-  client?: PeerInfo | undefined;
-  /** Default: every version this package speaks. */
-  protocols?: readonly number[] | undefined;
-  /** Default `{ questions: true }`. */
-  capabilities?: Capabilities | undefined;
-}
+/** What the driver offers in its `hello` (defaults as `ConnectRunnerOptions` documents them). */
+export type HelloOffer = Pick<ConnectRunnerOptions, 'client' | 'protocols' | 'capabilities'>;
 
 /**
  * The driver's side of the handshake (README "Rules in detail", Handshake): the `hello` it

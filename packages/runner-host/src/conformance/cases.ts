@@ -98,18 +98,64 @@ async function handshake(
   return peer.waitFor((f) => f.type === 'welcome', context.timeoutMs, 'welcome');
 }
 
-async function simpleRun(peer: RawPeer, context: CaseContext, label: string, steps: ScriptStep[]) {
+/** Sends a `run` of the scripted engine (with `fields` added to the frame); returns its id. */
+async function startRun(
+  peer: RawPeer,
+  label: string,
+  steps: ScriptStep[],
+  fields: Record<string, unknown> = {},
+): Promise<string> {
   const runId = newRunId(label);
-  await peer.send({ type: 'run', runId, message: script(...steps) });
+  await peer.send({ type: 'run', runId, message: script(...steps), ...fields });
+  return runId;
+}
+
+async function simpleRun(peer: RawPeer, context: CaseContext, label: string, steps: ScriptStep[]) {
+  const runId = await startRun(peer, label, steps);
   return { runId, terminal: await terminalOf(peer, runId, context.timeoutMs) };
 }
 
-function textOf(peer: RawPeer, runId: string): string {
+/** The run's `text` (or `thinking`) deltas joined, as a driver joins them. */
+function deltasOf(peer: RawPeer, runId: string, type: 'text' | 'thinking' = 'text'): string {
   return peer
     .runFrames(runId)
-    .filter((f) => f.type === 'text')
+    .filter((f) => f.type === type)
     .map((f) => f.delta as string)
     .join('');
+}
+
+/** A fresh connection that has had its `welcome`. */
+async function ready(
+  context: CaseContext,
+  options: { recordRaw?: boolean; capabilities?: Record<string, unknown> } = {},
+): Promise<RawPeer> {
+  const peer = await (options.recordRaw === true
+    ? context.open({ recordRaw: true })
+    : context.open());
+  await handshake(peer, context, options.capabilities);
+  return peer;
+}
+
+/** Waits for the run's first frame of `type` (from frame index `from` on). */
+function runFrame(
+  peer: RawPeer,
+  context: CaseContext,
+  runId: string,
+  type: string,
+  what: string,
+  from?: number,
+): Promise<ReceivedFrame> {
+  return peer.waitFor((f) => f.runId === runId && f.type === type, context.timeoutMs, what, from);
+}
+
+function errorCode(frame: ReceivedFrame): string | undefined {
+  return (frame.error as { code?: string } | undefined)?.code;
+}
+
+/** Waits for the run's terminal frame and checks that it is `result{cancelled}`. */
+async function expectCancelled(peer: RawPeer, runId: string, timeoutMs: number): Promise<void> {
+  const terminal = await terminalOf(peer, runId, timeoutMs);
+  check(terminal.type === 'result' && terminal.stopReason === 'cancelled', 'not result{cancelled}');
 }
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -138,7 +184,7 @@ export const conformanceCases: ConformanceCase[] = [
       await peer.waitFor((f) => f.type === 'pong' && f.id === 'split', context.timeoutMs, 'pong');
       const terminal = await terminalOf(peer, runId, context.timeoutMs);
       check(terminal.type === 'result', `expected result, got ${terminal.type}`);
-      check(textOf(peer, runId) === 'é✓😀', 'multi-byte text was not reassembled');
+      check(deltasOf(peer, runId) === 'é✓😀', 'multi-byte text was not reassembled');
       return `${bytes.length} one-byte writes`;
     },
   },
@@ -170,8 +216,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'non-JSON, non-object, typeless, unknown-type and extra-field lines never end the session',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       await peer.write(
         [
           'this is not json',
@@ -209,8 +254,7 @@ export const conformanceCases: ConformanceCase[] = [
     name: 'U+2028, U+2029 and U+0085 are escaped',
     description: 'host output never contains the raw separators; input containing them is accepted',
     async run(context) {
-      const peer = await context.open({ recordRaw: true });
-      await handshake(peer, context);
+      const peer = await ready(context, { recordRaw: true });
       const tricky = 'a\u2028b\u2029c\u0085d';
       await peer.write(`{"type":"ping","id":"${tricky}"}\n`);
       await peer.waitFor(
@@ -219,7 +263,7 @@ export const conformanceCases: ConformanceCase[] = [
         'pong with separators',
       );
       const { runId } = await simpleRun(peer, context, 'u2028', [{ op: 'text', text: tricky }]);
-      check(textOf(peer, runId) === tricky, 'text with separators was altered');
+      check(deltasOf(peer, runId) === tricky, 'text with separators was altered');
       const raw = peer.raw.toString('utf8');
       check(!/[\u2028\u2029\u0085]/.test(raw), 'host wrote a raw U+2028/U+2029/U+0085');
     },
@@ -228,8 +272,7 @@ export const conformanceCases: ConformanceCase[] = [
     name: '10 MiB frame in 1-byte to 64 KiB chunks',
     description: 'a 10 MiB ping written in chunks of 1 B … 64 KiB is parsed and answered quickly',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const line = Buffer.from(
         `${JSON.stringify({ type: 'ping', id: 'big', pad: 'p'.repeat(10 * 1024 * 1024) })}\n`,
       );
@@ -256,8 +299,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'a line over 16 MiB is reported (log frame_too_large) and skipped; the next frame works',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const pad = 'o'.repeat(16 * 1024 * 1024 + 16);
       await peer.write(`{"type":"ping","id":"too-big","pad":"${pad}"}\n`);
       await alive(peer, context, 'after-oversize');
@@ -297,10 +339,7 @@ export const conformanceCases: ConformanceCase[] = [
         'reply to an early run',
       );
       check(failed.type === 'failed', `expected failed, got ${failed.type}`);
-      check(
-        (failed.error as { code?: string }).code === 'not_initialized',
-        'code is not not_initialized',
-      );
+      check(errorCode(failed) === 'not_initialized', 'code is not not_initialized');
       check(failed.seq === 1, 'seq of the rejection is not 1');
       // Offering a future version next to 1 must negotiate down to 1.
       await peer.send({ type: 'hello', protocols: [1, 999], capabilities: { questions: true } });
@@ -324,8 +363,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'accepted is seq 1, every event counts up without gaps, one terminal frame ends the run',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const { runId, terminal } = await simpleRun(peer, context, 'seq', [
         { op: 'text', text: 'one ', repeat: 3 },
         { op: 'thinking', text: 'hmm' },
@@ -356,15 +394,9 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'a second run while one is active fails busy (retryable); an unknown engineId fails unknown_engine',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const first = newRunId('first');
-      await peer.send({ type: 'run', runId: first, message: script({ op: 'wait', ms: 30_000 }) });
-      await peer.waitFor(
-        (f) => f.runId === first && f.type === 'accepted',
-        context.timeoutMs,
-        'accepted',
-      );
+      const peer = await ready(context);
+      const first = await startRun(peer, 'first', [{ op: 'wait', ms: 30_000 }]);
+      await runFrame(peer, context, first, 'accepted', 'accepted');
       const second = newRunId('second');
       await peer.send({ type: 'run', runId: second, message: 'x' });
       const busy = await terminalOf(peer, second, context.timeoutMs);
@@ -378,10 +410,7 @@ export const conformanceCases: ConformanceCase[] = [
       const ghost = newRunId('ghost-engine');
       await peer.send({ type: 'run', runId: ghost, engineId: 'no-such-engine', message: 'x' });
       const unknown = await terminalOf(peer, ghost, context.timeoutMs);
-      check(
-        (unknown.error as { code?: string }).code === 'unknown_engine',
-        'not failed{unknown_engine}',
-      );
+      check(errorCode(unknown) === 'unknown_engine', 'not failed{unknown_engine}');
     },
   },
   {
@@ -389,8 +418,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'permissions.fileAccess and a bare fileAccess take read-only, workspace-write and full (and the older none, read, write); the engine sees only the contract words; an unknown word fails invalid_frame',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const requests: [Record<string, unknown>, string[]][] = [
         [{ permissions: { fileAccess: 'read-only' } }, ['read-only']],
         [{ permissions: { fileAccess: 'workspace-write' } }, ['workspace-write', 'read-only']],
@@ -404,18 +432,13 @@ export const conformanceCases: ConformanceCase[] = [
         [{ permissions: { fileAccess: 'full' }, fileAccess: 'read-only' }, ['read-only']],
       ];
       for (const [fields, allowed] of requests) {
-        const runId = newRunId('access');
-        await peer.send({ type: 'run', runId, message: script({ op: 'permissions' }), ...fields });
+        const runId = await startRun(peer, 'access', [{ op: 'permissions' }], fields);
         const terminal = await terminalOf(peer, runId, context.timeoutMs);
         check(
           terminal.type === 'result',
           `${JSON.stringify(fields)} was refused: ${JSON.stringify(terminal.error)}`,
         );
-        const text = peer
-          .runFrames(runId)
-          .filter((f) => f.type === 'text')
-          .map((f) => f.delta as string)
-          .join('');
+        const text = deltasOf(peer, runId);
         const seen = (
           JSON.parse(text.replace(/^permissions:/, '')) as { fileAccess?: string } | null
         )?.fileAccess;
@@ -429,7 +452,7 @@ export const conformanceCases: ConformanceCase[] = [
       await peer.send({ type: 'run', runId: bad, message: 'x', fileAccess: 'root' });
       const refused = await terminalOf(peer, bad, context.timeoutMs);
       check(
-        refused.type === 'failed' && (refused.error as { code?: string }).code === 'invalid_frame',
+        refused.type === 'failed' && errorCode(refused) === 'invalid_frame',
         'an unknown fileAccess word was not refused with invalid_frame',
       );
     },
@@ -439,8 +462,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'an engine that throws ends its run with failed{error} carrying its code and retryable flag',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const { terminal } = await simpleRun(peer, context, 'fail', [
         { op: 'text', text: 'partial' },
         { op: 'fail', message: 'model unavailable', code: 'model_unavailable', retryable: true },
@@ -458,73 +480,42 @@ export const conformanceCases: ConformanceCase[] = [
     name: 'cancel before accept',
     description: 'run and cancel in one write: the run ends with result{cancelled}',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const runId = newRunId('early-cancel');
       await peer.send(
         { type: 'run', runId, message: script({ op: 'wait', ms: 30_000 }) },
         { type: 'cancel', runId },
       );
-      const terminal = await terminalOf(peer, runId, context.timeoutMs);
-      check(
-        terminal.type === 'result' && terminal.stopReason === 'cancelled',
-        'not result{cancelled}',
-      );
+      await expectCancelled(peer, runId, context.timeoutMs);
     },
   },
   {
     name: 'cancel mid-stream',
     description: 'cancel while the engine streams ends the run with result{cancelled}',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('mid-cancel');
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script(
-          { op: 'text', text: 'streaming' },
-          { op: 'wait', ms: 30_000 },
-          { op: 'text', text: 'never' },
-        ),
-      });
-      await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'text',
-        context.timeoutMs,
-        'first text',
-      );
+      const peer = await ready(context);
+      const runId = await startRun(peer, 'mid-cancel', [
+        { op: 'text', text: 'streaming' },
+        { op: 'wait', ms: 30_000 },
+        { op: 'text', text: 'never' },
+      ]);
+      await runFrame(peer, context, runId, 'text', 'first text');
       await peer.send({ type: 'cancel', runId });
-      const terminal = await terminalOf(peer, runId, context.timeoutMs);
-      check(
-        terminal.type === 'result' && terminal.stopReason === 'cancelled',
-        'not result{cancelled}',
-      );
-      check(!textOf(peer, runId).includes('never'), 'the engine kept running after cancel');
+      await expectCancelled(peer, runId, context.timeoutMs);
+      check(!deltasOf(peer, runId).includes('never'), 'the engine kept running after cancel');
     },
   },
   {
     name: 'cancel mid-question',
     description: 'cancel while a question waits resolves it as cancelled, then result{cancelled}',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('question-cancel');
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script({ op: 'question', prompt: 'continue?' }),
-      });
-      const question = await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'question',
-        context.timeoutMs,
-        'question',
-      );
+      const peer = await ready(context);
+      const runId = await startRun(peer, 'question-cancel', [
+        { op: 'question', prompt: 'continue?' },
+      ]);
+      const question = await runFrame(peer, context, runId, 'question', 'question');
       await peer.send({ type: 'cancel', runId });
-      const terminal = await terminalOf(peer, runId, context.timeoutMs);
-      check(
-        terminal.type === 'result' && terminal.stopReason === 'cancelled',
-        'not result{cancelled}',
-      );
+      await expectCancelled(peer, runId, context.timeoutMs);
       const resolved = peer.runFrames(runId).find((f) => f.type === 'question_resolved');
       check(
         resolved !== undefined && resolved.questionId === question.questionId,
@@ -537,8 +528,7 @@ export const conformanceCases: ConformanceCase[] = [
     name: 'cancel after the end and for an unknown run',
     description: 'late and unknown cancels change nothing and never end the session',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
+      const peer = await ready(context);
       const { runId } = await simpleRun(peer, context, 'late', [{ op: 'text', text: 'done' }]);
       const count = peer.runFrames(runId).length;
       await peer.send({ type: 'cancel', runId }, { type: 'cancel', runId: 'no-such-run' });
@@ -557,26 +547,12 @@ export const conformanceCases: ConformanceCase[] = [
     name: 'cancel an engine that ignores its signal',
     description: 'after the host grace period the run still ends with result{cancelled}',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('stubborn');
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script({ op: 'text', text: 'x' }, { op: 'hang' }),
-      });
-      await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'text',
-        context.timeoutMs,
-        'first text',
-      );
+      const peer = await ready(context);
+      const runId = await startRun(peer, 'stubborn', [{ op: 'text', text: 'x' }, { op: 'hang' }]);
+      await runFrame(peer, context, runId, 'text', 'first text');
       const started = Date.now();
       await peer.send({ type: 'cancel', runId });
-      const terminal = await terminalOf(peer, runId, context.cancelTimeoutMs);
-      check(
-        terminal.type === 'result' && terminal.stopReason === 'cancelled',
-        'not result{cancelled}',
-      );
+      await expectCancelled(peer, runId, context.cancelTimeoutMs);
       await alive(peer, context, 'after-stubborn');
       const { terminal: next } = await simpleRun(peer, context, 'after-stubborn', [
         { op: 'text', text: 'ok' },
@@ -589,23 +565,13 @@ export const conformanceCases: ConformanceCase[] = [
     name: 'question answered, declined, timed out, answered twice',
     description: 'each answer reaches the engine once; duplicates and unknown ids are ignored',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('questions');
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script(
-          { op: 'question', prompt: 'pick', options: ['red', 'blue'] },
-          { op: 'question', prompt: 'decline me' },
-          { op: 'question', prompt: 'ignore me', timeoutMs: 200 },
-        ),
-      });
-      const first = await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'question',
-        context.timeoutMs,
-        'question 1',
-      );
+      const peer = await ready(context);
+      const runId = await startRun(peer, 'questions', [
+        { op: 'question', prompt: 'pick', options: ['red', 'blue'] },
+        { op: 'question', prompt: 'decline me' },
+        { op: 'question', prompt: 'ignore me', timeoutMs: 200 },
+      ]);
+      const first = await runFrame(peer, context, runId, 'question', 'question 1');
       check(JSON.stringify(first.options) === '["red","blue"]', 'question options lost');
       const answer = {
         type: 'answer',
@@ -616,12 +582,7 @@ export const conformanceCases: ConformanceCase[] = [
       };
       await peer.send(answer, answer);
       const index = peer.frames.indexOf(first) + 1;
-      const second = await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'question',
-        context.timeoutMs,
-        'question 2',
-        index,
-      );
+      const second = await runFrame(peer, context, runId, 'question', 'question 2', index);
       await peer.send({ type: 'answer', runId, questionId: second.questionId, decline: true });
       const terminal = await terminalOf(peer, runId, context.timeoutMs);
       check(terminal.type === 'result', `expected result, got ${terminal.type}`);
@@ -633,7 +594,7 @@ export const conformanceCases: ConformanceCase[] = [
         JSON.stringify(outcomes) === '["answered","declined","timeout"]',
         `outcomes ${JSON.stringify(outcomes)}`,
       );
-      const text = textOf(peer, runId);
+      const text = deltasOf(peer, runId);
       check(
         text.includes('"selected":["blue"]') && text.includes('"freeText":"why not"'),
         'the engine did not get the answer',
@@ -651,15 +612,14 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'a driver that did not announce "questions" gets no question frame; the engine sees declined',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context, {});
+      const peer = await ready(context, { capabilities: {} });
       const { runId, terminal } = await simpleRun(peer, context, 'no-questions', [
         { op: 'question', prompt: 'ok?' },
       ]);
       check(terminal.type === 'result', `expected result, got ${terminal.type}`);
       check(!peer.runFrames(runId).some((f) => f.type === 'question'), 'a question frame was sent');
       check(
-        textOf(peer, runId).includes('{"outcome":"declined"}'),
+        deltasOf(peer, runId).includes('{"outcome":"declined"}'),
         'the engine did not see declined',
       );
     },
@@ -670,15 +630,9 @@ export const conformanceCases: ConformanceCase[] = [
       'shutdown mid-run gives result{cancelled}, bye and a closed channel; so does EOF (after an unterminated line, reported)',
     async run(context) {
       for (const how of ['shutdown', 'eof'] as const) {
-        const peer = await context.open();
-        await handshake(peer, context);
-        const runId = newRunId(how);
-        await peer.send({ type: 'run', runId, message: script({ op: 'wait', ms: 30_000 }) });
-        await peer.waitFor(
-          (f) => f.runId === runId && f.type === 'accepted',
-          context.timeoutMs,
-          'accepted',
-        );
+        const peer = await ready(context);
+        const runId = await startRun(peer, how, [{ op: 'wait', ms: 30_000 }]);
+        await runFrame(peer, context, runId, 'accepted', 'accepted');
         if (how === 'shutdown') {
           await peer.send({ type: 'shutdown' });
         } else {
@@ -706,20 +660,13 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'a 100 KiB nativeSessionId in the terminal frame survives the host ending right after it',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('big-terminal');
+      const peer = await ready(context);
       const big = `native-${'s'.repeat(100 * 1024)}-end`;
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script({ op: 'session', nativeSessionId: big }, { op: 'wait', ms: 30_000 }),
-      });
-      await peer.waitFor(
-        (f) => f.runId === runId && f.type === 'session',
-        context.timeoutMs,
-        'session',
-      );
+      const runId = await startRun(peer, 'big-terminal', [
+        { op: 'session', nativeSessionId: big },
+        { op: 'wait', ms: 30_000 },
+      ]);
+      await runFrame(peer, context, runId, 'session', 'session');
       peer.end();
       const terminal = await terminalOf(peer, runId, context.timeoutMs);
       check(
@@ -735,15 +682,13 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'an engine echoing modelToken, turnEnv and gatewaySessionKey everywhere leaks none of them',
     async run(context) {
-      const peer = await context.open({ recordRaw: true });
-      await handshake(peer, context);
+      const peer = await ready(context, { recordRaw: true });
       const secrets = {
         modelToken: `sk-live-${process.pid}-"quoted"\\back/slash-TOKEN`,
         gatewaySessionKey: `gw-${process.pid}-SESSION-KEY-0123456789`,
         turnEnv: { API_KEY: `env-${process.pid}-SECRET-VALUE-abcdef` },
       };
-      const runId = newRunId('secrets');
-      await peer.send({ type: 'run', runId, message: script({ op: 'leak' }), ...secrets });
+      const runId = await startRun(peer, 'secrets', [{ op: 'leak' }], secrets);
       const terminal = await terminalOf(peer, runId, context.timeoutMs);
       check(terminal.type === 'failed', `expected failed, got ${terminal.type}`);
       await alive(peer, context, 'after-leak');
@@ -780,8 +725,7 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'a run with more than 64 secret values fails too_many_secrets (seq 1, no accepted); a secret the engine splits around other frames never appears in the joined text or thinking deltas',
     async run(context) {
-      const peer = await context.open({ recordRaw: true });
-      await handshake(peer, context);
+      const peer = await ready(context, { recordRaw: true });
       const flooded = newRunId('too-many');
       const floodToken = `sk-flood-${process.pid}-TOKEN-0123456789`;
       const turnEnv = Object.fromEntries(
@@ -796,39 +740,30 @@ export const conformanceCases: ConformanceCase[] = [
       });
       const refused = await terminalOf(peer, flooded, context.timeoutMs);
       check(
-        refused.type === 'failed' &&
-          (refused.error as { code?: string }).code === 'too_many_secrets' &&
-          refused.seq === 1,
+        refused.type === 'failed' && errorCode(refused) === 'too_many_secrets' && refused.seq === 1,
         `a run with 300 turnEnv values was not refused with too_many_secrets: ${JSON.stringify(refused)}`,
       );
       check(peer.runFrames(flooded).length === 1, 'the refused run got more than its failed frame');
       const token = `sk-split-${process.pid}-SECRET-abcdefghij`;
       const half = Math.floor(token.length / 2);
-      const split = newRunId('split');
-      await peer.send({
-        type: 'run',
-        runId: split,
-        modelToken: token,
-        message: script(
-          { op: 'text', text: `key=${token.slice(0, half)}` },
-          { op: 'progress', message: 'between' },
-          { op: 'thinking', text: token.slice(0, 3) },
-          { op: 'tool', toolCallId: 't', name: 'n' },
-          { op: 'text', text: `${token.slice(half)};` },
-          { op: 'thinking', text: token.slice(3) },
-        ),
-      });
+      const steps: ScriptStep[] = [
+        { op: 'text', text: `key=${token.slice(0, half)}` },
+        { op: 'progress', message: 'between' },
+        { op: 'thinking', text: token.slice(0, 3) },
+        { op: 'tool', toolCallId: 't', name: 'n' },
+        { op: 'text', text: `${token.slice(half)};` },
+        { op: 'thinking', text: token.slice(3) },
+      ];
+      const split = await startRun(peer, 'split', steps, { modelToken: token });
       const terminal = await terminalOf(peer, split, context.timeoutMs);
       check(terminal.type === 'result', `expected result, got ${terminal.type}`);
-      const joined = (type: string) =>
-        peer
-          .runFrames(split)
-          .filter((f) => f.type === type)
-          .map((f) => f.delta as string)
-          .join('');
-      check(!joined('text').includes(token), 'the text deltas join into the secret');
-      check(!joined('thinking').includes(token), 'the thinking deltas join into the secret');
-      check(joined('text') === 'key=[redacted];', `text lost or changed: ${joined('text')}`);
+      const text = deltasOf(peer, split);
+      check(!text.includes(token), 'the text deltas join into the secret');
+      check(
+        !deltasOf(peer, split, 'thinking').includes(token),
+        'the thinking deltas join into the secret',
+      );
+      check(text === 'key=[redacted];', `text lost or changed: ${text}`);
       const raw = peer.raw.toString('utf8');
       check(!raw.includes(token) && !raw.includes(floodToken), 'a secret reached the driver');
     },
@@ -838,21 +773,11 @@ export const conformanceCases: ConformanceCase[] = [
     description:
       'host memory stays bounded while the driver does not read; all text arrives afterwards',
     async run(context) {
-      const peer = await context.open();
-      await handshake(peer, context);
-      const runId = newRunId('flood');
+      const peer = await ready(context);
       const bytes = 100 * 1000 * 1000;
       peer.discardType = 'text';
-      await peer.send({
-        type: 'run',
-        runId,
-        message: script({ op: 'flood', bytes, chunkBytes: 16 * 1024 }),
-      });
-      await peer.waitFor(
-        (f) => f.runId === runId && f.type === '(discarded)',
-        context.timeoutMs,
-        'first text',
-      );
+      const runId = await startRun(peer, 'flood', [{ op: 'flood', bytes, chunkBytes: 16 * 1024 }]);
+      await runFrame(peer, context, runId, '(discarded)', 'first text');
       peer.pause();
       await new Promise((resolve) => setTimeout(resolve, 1500));
       peer.resume();
