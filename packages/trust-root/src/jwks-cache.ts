@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
+import { errorCode } from './error-code.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 
 /** The last good key set of one remote source, as kept on disk. */
@@ -261,15 +262,4 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function errorCode(error: unknown): string {
-  if (
-    typeof error === 'object' &&
-    error !== null &&
-    'code' in error &&
-    typeof error.code === 'string'
-  )
-    return error.code;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,4 +1,5 @@
 import { open } from 'node:fs/promises';
+import { errorCode } from './error-code.js';
 import { TrustRootError } from './errors.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 import { decodeUtf8 } from './utf8.js';
@@ -21,7 +22,7 @@ export async function readKeysFile(path: string): Promise<KeysFileText> {
   } catch (cause) {
     throw new TrustRootError(
       'ERR_KEYS_FILE_READ',
-      `cannot read keys file ${path}: ${codeOf(cause)}.`,
+      `cannot read keys file ${path}: ${errorCode(cause)}.`,
       { cause },
     );
   }
@@ -59,22 +60,10 @@ export async function readKeysFile(path: string): Promise<KeysFileText> {
     if (cause instanceof TrustRootError) throw cause;
     throw new TrustRootError(
       'ERR_KEYS_FILE_READ',
-      `cannot read keys file ${path}: ${codeOf(cause)}.`,
+      `cannot read keys file ${path}: ${errorCode(cause)}.`,
       { cause },
     );
   } finally {
     await handle.close();
   }
-}
-
-function codeOf(error: unknown): string {
-  if (
-    typeof error === 'object' &&
-    error !== null &&
-    'code' in error &&
-    typeof error.code === 'string'
-  ) {
-    return error.code;
-  }
-  return error instanceof Error ? error.message : String(error);
 }

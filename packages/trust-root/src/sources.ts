@@ -1,4 +1,4 @@
-import { readEnv, TRUST_ROOT_ENV, type EnvValue } from './env.js';
+import { readEnv, TRUST_ROOT_ENV, type EnvValue, type TrustRootEnvName } from './env.js';
 import type { ResolvedOptions } from './options.js';
 
 /** The configured source that wins, before anything is read or fetched. */
@@ -12,55 +12,55 @@ export type SourceChoice =
   | { readonly kind: 'lease'; readonly configuredBy: 'env'; readonly url: EnvValue }
   | { readonly kind: 'none'; readonly configuredBy: 'none' };
 
+interface Candidate {
+  readonly label: string;
+  readonly choice: SourceChoice;
+}
+
 /**
  * Explicit options (CLI flags) beat the environment; within each, the order of the README, "Sources and precedence":
  * keys file, inline keys, JWKS URL, control plane. Configured sources that lose are named in a
  * warning, so `trust show` can explain why they are not used.
  */
 export function chooseSource(options: ResolvedOptions, warnings: string[]): SourceChoice {
-  const candidates: { label: string; choice: SourceChoice }[] = [];
-  if (options.keysFile !== undefined) {
-    candidates.push({
-      label: 'the keys file option',
-      choice: { kind: 'keys-file', configuredBy: 'option', path: options.keysFile },
-    });
-  }
-  if (options.keys !== undefined) {
-    candidates.push({
-      label: 'the keys option',
-      choice: { kind: 'inline', configuredBy: 'option', keys: options.keys },
-    });
-  }
-  if (options.jwksUrl !== undefined) {
-    candidates.push({
-      label: 'the JWKS URL option',
-      choice: { kind: 'jwks', configuredBy: 'option', url: options.jwksUrl },
-    });
-  }
-  if (options.leaseUrl !== undefined) {
-    candidates.push({
-      label: 'the lease URL option',
-      choice: { kind: 'lease', configuredBy: 'option', url: options.leaseUrl },
-    });
-  }
-  const envKeys = readEnv(options.env, TRUST_ROOT_ENV.signingKeys, warnings);
-  if (envKeys !== undefined)
-    candidates.push({
-      label: envKeys.variable,
-      choice: { kind: 'env', configuredBy: 'env', keys: envKeys },
-    });
-  const envJwks = readEnv(options.env, TRUST_ROOT_ENV.jwksUrl, warnings);
-  if (envJwks !== undefined)
-    candidates.push({
-      label: envJwks.variable,
-      choice: { kind: 'jwks', configuredBy: 'env', url: envJwks },
-    });
-  const envLease = readEnv(options.env, TRUST_ROOT_ENV.leaseUrl, warnings);
-  if (envLease !== undefined)
-    candidates.push({
-      label: envLease.variable,
-      choice: { kind: 'lease', configuredBy: 'env', url: envLease },
-    });
+  const fromOption = <T>(
+    label: string,
+    value: T | undefined,
+    choose: (value: T) => SourceChoice,
+  ): Candidate | undefined => (value === undefined ? undefined : { label, choice: choose(value) });
+  const fromEnv = (
+    name: TrustRootEnvName,
+    choose: (value: EnvValue) => SourceChoice,
+  ): Candidate | undefined => {
+    const value = readEnv(options.env, name, warnings);
+    return value === undefined ? undefined : { label: value.variable, choice: choose(value) };
+  };
+  // In precedence order; every variable is read (and warned about) whether or not it wins.
+  const candidates = [
+    fromOption('the keys file option', options.keysFile, (path) => ({
+      kind: 'keys-file',
+      configuredBy: 'option',
+      path,
+    })),
+    fromOption('the keys option', options.keys, (keys) => ({
+      kind: 'inline',
+      configuredBy: 'option',
+      keys,
+    })),
+    fromOption('the JWKS URL option', options.jwksUrl, (url) => ({
+      kind: 'jwks',
+      configuredBy: 'option',
+      url,
+    })),
+    fromOption('the lease URL option', options.leaseUrl, (url) => ({
+      kind: 'lease',
+      configuredBy: 'option',
+      url,
+    })),
+    fromEnv(TRUST_ROOT_ENV.signingKeys, (keys) => ({ kind: 'env', configuredBy: 'env', keys })),
+    fromEnv(TRUST_ROOT_ENV.jwksUrl, (url) => ({ kind: 'jwks', configuredBy: 'env', url })),
+    fromEnv(TRUST_ROOT_ENV.leaseUrl, (url) => ({ kind: 'lease', configuredBy: 'env', url })),
+  ].filter((candidate) => candidate !== undefined);
 
   const [winner, ...losers] = candidates;
   if (winner === undefined) return { kind: 'none', configuredBy: 'none' };
