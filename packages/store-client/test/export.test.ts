@@ -7,12 +7,13 @@ import { loadPackTrustRoot, selectTrustedKey } from '@packwarden/trust-root';
 import { describe, expect, it } from 'vitest';
 import {
   buildStaticStore,
+  extractArchive,
   exportPack,
   installPack,
   isStoreError,
   openPackArchive,
 } from '../src/index.js';
-import { listTree, makeTgz, manifest, tempDir, writePack } from './helpers.js';
+import { listTree, makeTar, makeTgz, manifest, tempDir, writePack } from './helpers.js';
 
 const failure = (p: Promise<unknown>) =>
   p.then(
@@ -148,6 +149,24 @@ describe('installPack from a local archive (openPackArchive, issue 12.1)', () =>
     );
     const tooLarge = await failure(openPackArchive(escape, { env: {}, maxBytes: 10 }));
     expect(tooLarge?.code).toBe('ERR_DOWNLOAD_TOO_LARGE');
+  });
+
+  it('reading the manifest out of a decompression bomb is refused with the verdict extraction gives', async () => {
+    const root = await tempDir();
+    // 2 MiB of zeros before agent.yaml: about 1000:1, past the 200:1 ratio once 1 MiB is out.
+    const bomb = gzipSync(
+      await makeTar([
+        { name: 'zeros', content: Buffer.alloc(2 * 1024 * 1024) },
+        { name: 'agent.yaml', content: manifest('demo', '1.0.0') },
+      ]),
+    );
+    const file = join(root, 'bomb.tgz');
+    await writeFile(file, bomb);
+    const opened = await failure(openPackArchive(file, { env: {} }));
+    const extracted = await failure(extractArchive(bomb, join(root, 'out')));
+    expect(opened?.code).toBe('ERR_ARCHIVE_RATIO');
+    expect(opened?.message).toMatch(/^compression ratio above 200:1 \(\d+ bytes from \d+\)/);
+    expect(opened?.message).toBe(extracted?.message);
   });
 
   it('a file replaced between opening and installing is refused (its SHA-256 changed)', async () => {
