@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { HostTimers } from '../src/index.js';
 
 export const packageDir = fileURLToPath(new URL('..', import.meta.url));
 export const hostScript = fileURLToPath(new URL('./hosts/host.mjs', import.meta.url));
@@ -50,3 +51,33 @@ export async function startSocketHost(env: NodeJS.ProcessEnv = {}): Promise<Sock
 
 export const stdioHostCommand = (env = ''): string =>
   `${env}${JSON.stringify(process.execPath)} ${JSON.stringify(hostScript)} --stdio`;
+
+/** Timers that fire only when told to (the host's and client's `timers` seam). */
+export class ManualTimers implements HostTimers {
+  #pending = new Set<{ callback: () => void }>();
+  setTimeout(callback: () => void): unknown {
+    const handle = { callback };
+    this.#pending.add(handle);
+    return handle;
+  }
+  clearTimeout(handle: unknown): void {
+    this.#pending.delete(handle as { callback: () => void });
+  }
+  /** Timers set and neither fired nor cleared. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+  fireAll(): void {
+    for (const handle of [...this.#pending]) {
+      this.#pending.delete(handle);
+      handle.callback();
+    }
+  }
+}
+
+/** A promise the test settles itself: a step the code under test waits on, or one it reports. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}

@@ -6,7 +6,6 @@ import {
   connectRunnerSocket,
   startRunnerHost,
   type EngineRunOptions,
-  type HostTimers,
   type KillRequest,
   type RunnerEngine,
   type RunnerHostExit,
@@ -14,7 +13,7 @@ import {
   type RunnerHostOptions,
 } from '../src/index.js';
 import { RawPeer } from '../src/conformance/index.js';
-import { tempDir } from './helpers.js';
+import { ManualTimers, deferred, tempDir } from './helpers.js';
 
 interface Harness {
   socketPath: string;
@@ -53,25 +52,6 @@ async function serve(
     await dir.cleanup();
   });
   return { socketPath, done, hostSocket: () => sockets[0] };
-}
-
-/** Timers that fire only when told to (the host's `timers` seam). */
-class ManualTimers implements HostTimers {
-  #pending = new Set<{ callback: () => void }>();
-  setTimeout(callback: () => void): unknown {
-    const handle = { callback };
-    this.#pending.add(handle);
-    return handle;
-  }
-  clearTimeout(handle: unknown): void {
-    this.#pending.delete(handle as { callback: () => void });
-  }
-  fireAll(): void {
-    for (const handle of [...this.#pending]) {
-      this.#pending.delete(handle);
-      handle.callback();
-    }
-  }
 }
 
 /** Waits for a condition the code under test has no event for (bounded; never a fixed sleep). */
@@ -266,6 +246,10 @@ describe('startRunnerHost', () => {
 
   it('runs onMaintenance after each run and dispose on shutdown', async () => {
     const calls: string[] = [];
+    // Each run's maintenance holds until the test releases it: the next run and the shutdown must
+    // wait for it (README "Embedding the host": the next run of the engine waits for it).
+    const started = { m1: deferred(), m2: deferred() };
+    const release = { m1: deferred(), m2: deferred() };
     const tidy = engine(
       'tidy',
       async (message, _o, emitter) => {
@@ -274,7 +258,9 @@ describe('startRunnerHost', () => {
       },
       {
         onMaintenance: async (event, runtime) => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          const runId = event.runId as 'm1' | 'm2';
+          started[runId].resolve();
+          await release[runId].promise;
           calls.push(`maintenance:${event.reason}:${event.runId}:${runtime.tag}`);
         },
         dispose: () => void calls.push('dispose'),
@@ -283,9 +269,30 @@ describe('startRunnerHost', () => {
     const harness = await serve({ engine: tidy });
     const { client } = await connectRunnerSocket(harness.socketPath);
     await client.run({ runId: 'm1', message: 'one' }).outcome;
-    await client.run({ runId: 'm2', message: 'two' }).outcome;
-    await client.shutdown();
-    await harness.done;
+    await started.m1.promise;
+    const accepted = deferred();
+    const second = client.run(
+      { runId: 'm2', message: 'two' },
+      { onEvent: (event) => event.type === 'accepted' && accepted.resolve() },
+    );
+    // The host accepts m2 at once; an engine it did not hold back would have started before the
+    // accepted frame crossed the socket.
+    await accepted.promise;
+    expect(calls).toEqual(['stream:one']);
+    release.m1.resolve();
+    await second.outcome;
+    await started.m2.promise;
+    const shutdown = client.shutdown();
+    // Once the host has stopped reading it is stopping; with m2's maintenance held it must not
+    // have disposed the engine.
+    await until(
+      () => harness.hostSocket()?.listenerCount('data') === 0,
+      'the host to stop reading',
+    );
+    expect(calls).not.toContain('dispose');
+    release.m2.resolve();
+    await shutdown;
+    expect(await harness.done).toEqual({ reason: 'shutdown' });
     expect(calls).toEqual([
       'stream:one',
       'maintenance:after_run:m1:rt',
