@@ -1,3 +1,3 @@
 import { libraryConfig } from '../../tsup.shared.js';
 
-export default libraryConfig(['src/index.ts', 'src/resolve-entry.ts']);
+export default libraryConfig(['src/index.ts', 'src/resolve-entry.ts', 'src/fs-entry.ts']);

@@ -4,7 +4,10 @@ export type PackManifestErrorCode =
   | 'ERR_MANIFEST_NOT_FOUND'
   /** `agent.yaml` is a symlink, folder or device: refused, so nothing outside the pack is read. */
   | 'ERR_MANIFEST_NOT_REGULAR_FILE'
-  /** `agent.yaml` (or the text given to `parsePackManifest`) is larger than `maxBytes`. */
+  /**
+   * `agent.yaml` (or the text given to `parsePackManifest`) is larger than `maxBytes`, or grew
+   * while it was being read.
+   */
   | 'ERR_MANIFEST_TOO_LARGE'
   /**
    * `agent.yaml` is not valid UTF-8, not YAML, more than one YAML document, or YAML the loader

@@ -1,4 +1,3 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Composer,
@@ -26,6 +25,7 @@ import {
   measureCst,
   yamlNestingEstimate,
 } from './nesting.js';
+import { readBoundedFile } from './read-bounded-file.js';
 import { AgentManifestSchema, MANIFEST_FILE, type AgentManifest } from './schema.js';
 
 export interface ParseManifestOptions {
@@ -50,94 +50,61 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Reads and validates `<dir>/agent.yaml`. The file must be a regular file (a symlink could make
- * a pack read something outside itself) no larger than `maxBytes`.
+ * a pack read something outside itself) no larger than `maxBytes`, read by `readBoundedFile`.
  */
 export function loadPackManifest(dir: string, options: LoadManifestOptions = {}): LoadedManifest {
   const file = join(dir, MANIFEST_FILE);
   const maxBytes = options.maxBytes ?? DEFAULT_MANIFEST_MAX_BYTES;
   const shown = options.file ?? file;
-  let fd: number;
-  try {
-    fd = openSync(
-      file,
-      constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+  const read = readBoundedFile(file, maxBytes);
+  const notFound = (cause: unknown) =>
+    new PackManifestError(
+      'ERR_MANIFEST_NOT_FOUND',
+      `no ${MANIFEST_FILE} in ${dir}: is this an Agent Pack folder?`,
+      { file: shown, cause },
     );
-  } catch (cause) {
-    const code = (cause as { code?: string }).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw new PackManifestError(
-        'ERR_MANIFEST_NOT_FOUND',
-        `no ${MANIFEST_FILE} in ${dir}: is this an Agent Pack folder?`,
-        {
-          file: shown,
-          cause,
-        },
-      );
-    }
-    if (code === 'ELOOP') {
+  switch (read.kind) {
+    case 'absent':
+      throw notFound(read.cause);
+    case 'symlink':
       throw new PackManifestError(
         'ERR_MANIFEST_NOT_REGULAR_FILE',
         `${shown} is a symlink; a pack's manifest must be a regular file`,
-        {
-          file: shown,
-          cause,
-        },
+        { file: shown, cause: read.cause },
       );
-    }
-    throw new PackManifestError(
-      'ERR_MANIFEST_IO',
-      `cannot read ${shown}: ${(cause as Error).message}`,
-      { file: shown, cause },
-    );
-  }
-  let bytes: Buffer;
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) {
+    case 'not-regular-file':
       throw new PackManifestError(
         'ERR_MANIFEST_NOT_REGULAR_FILE',
         `${shown} is not a regular file`,
         { file: shown },
       );
-    }
-    if (stat.size > maxBytes) {
+    case 'too-large':
       throw new PackManifestError(
         'ERR_MANIFEST_TOO_LARGE',
-        `${shown} is ${stat.size} bytes; the limit is ${maxBytes}`,
-        {
-          file: shown,
-        },
+        `${shown} is ${read.size} bytes; the limit is ${maxBytes}`,
+        { file: shown },
       );
-    }
-    // Read one byte past the limit so a file that grew after fstat is still refused.
-    bytes = Buffer.allocUnsafe(maxBytes + 1);
-    let length = 0;
-    for (;;) {
-      const read = readSync(fd, bytes, length, bytes.length - length, null);
-      if (read === 0) break;
-      length += read;
-      if (length > maxBytes) {
-        throw new PackManifestError(
-          'ERR_MANIFEST_TOO_LARGE',
-          `${shown} is larger than ${maxBytes} bytes`,
-          { file: shown },
-        );
-      }
-    }
-    bytes = bytes.subarray(0, length);
-  } catch (cause) {
-    if (cause instanceof PackManifestError) throw cause;
-    throw new PackManifestError(
-      'ERR_MANIFEST_IO',
-      `cannot read ${shown}: ${(cause as Error).message}`,
-      { file: shown, cause },
-    );
-  } finally {
-    closeSync(fd);
+    case 'grew':
+      throw new PackManifestError(
+        'ERR_MANIFEST_TOO_LARGE',
+        `${shown} grew while it was being read; the limit is ${maxBytes} bytes`,
+        { file: shown },
+      );
+    case 'failed':
+      // A path through a file (`pack/agent.yaml` where `pack` is a file) has no manifest either.
+      if (read.step === 'open' && (read.cause as { code?: string }).code === 'ENOTDIR')
+        throw notFound(read.cause);
+      throw new PackManifestError(
+        'ERR_MANIFEST_IO',
+        `cannot read ${shown}: ${(read.cause as Error).message}`,
+        { file: shown, cause: read.cause },
+      );
+    case 'read':
+      break;
   }
   let text: string;
   try {
-    text = utf8.decode(bytes);
+    text = utf8.decode(read.bytes);
   } catch (cause) {
     throw new PackManifestError('ERR_MANIFEST_YAML', `${shown} is not valid UTF-8`, {
       file: shown,

@@ -1,0 +1,7 @@
+// `@packwarden/pack-manifest/fs`: packwarden's file primitives, one home for every package (issue
+// 13 item 6: one concept, one place). Node built-ins only, without yaml or zod, so the CLI and
+// the light entry points load nothing else for them.
+export { isAtomicWriteTemporary, removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
+export type { WriteFileAtomicOptions } from './atomic-write.js';
+export { readBoundedFile } from './read-bounded-file.js';
+export type { BoundedFile, ReadBoundedFileOptions } from './read-bounded-file.js';
