@@ -96,7 +96,11 @@ export class ClientChannel implements EventBuffer {
     this.#lastActivity = this.#options.now();
   }
 
-  /** Queues a frame for the host; nothing once the channel is closed. */
+  /**
+   * Queues a frame for the host; nothing once the channel is closed. Throws (nothing queued)
+   * `ERR_FRAME_TOO_LARGE` for a frame over `maxFrameBytes`, or JSON's own error for a value JSON
+   * cannot encode: the caller decides what a frame it could not send means.
+   */
   readonly send = (frame: object): void => {
     if (!this.#closed) this.#writer.write(frame);
   };

@@ -107,9 +107,9 @@ export class ClientRun {
           });
         }
       })
-      // An answer that cannot be sent (not an object, over the frame cap) is a decline: the
-      // host's question must not wait for its timeout, and this chain must never reject unhandled
-      // (an unhandled rejection ends the driver's process).
+      // An answer that cannot be sent (not an object, over the frame cap) is a decline (README
+      // "Frames the client cannot send"): the host's question must not wait for its timeout, and
+      // this chain must never reject unhandled (an unhandled rejection ends the driver's process).
       .catch(() => {
         if (controller.signal.aborted || this.ended) return;
         this.#questions.delete(frame.questionId);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunHandle, RunOptions, RunOutcome, RunRequest } from './client.js';
 import type { ClientChannel } from './client-channel.js';
 import { ClientRun } from './client-run.js';
-import { RunnerHostError } from './errors.js';
+import { RunnerHostError, isRunnerHostError } from './errors.js';
 import type { FailedFrame, ResultFrame, RunEventFrame, WelcomeFrame } from './frames.js';
 
 export interface ClientRunTableOptions {
@@ -17,7 +17,8 @@ export interface ClientRunTableOptions {
 /**
  * The driver's active runs by id: starts each (sent after the welcome, or ended locally when
  * cancelled or the channel is closed first), routes the host's run frames to it, and ends every
- * one with `failed{code:"host_lost"}` when the host is lost.
+ * one with `failed{code:"host_lost"}` when the host is lost, or with a `failed` of its own when
+ * one of its frames cannot be sent (README "Frames the client cannot send").
  */
 export class ClientRunTable {
   readonly #options: ClientRunTableOptions;
@@ -51,7 +52,7 @@ export class ClientRunTable {
     if (signal !== undefined) {
       const onAbort = () => {
         if (run.ended) return;
-        if (run.sent) channel.send({ type: 'cancel', runId });
+        if (run.sent) this.#send(run, { type: 'cancel', runId });
         else this.#end(run, cancelledLocally(run));
       };
       if (signal.aborted) {
@@ -64,9 +65,8 @@ export class ClientRunTable {
     void welcome.then(
       () => {
         if (run.ended || channel.isClosed) return;
-        run.sent = true;
         const { runId: _ignored, ...rest } = request;
-        channel.send({ ...rest, type: 'run', runId });
+        run.sent = this.#send(run, { ...rest, type: 'run', runId });
         watch();
       },
       () => {},
@@ -94,6 +94,23 @@ export class ClientRunTable {
     }
   }
 
+  /**
+   * Sends a frame of `run`. One that cannot be encoded (over `maxFrameBytes`, not JSON) ends the
+   * run with a `failed` made here: this runs in a promise callback or an abort listener, where a
+   * throw would be an unhandled rejection and leave the run's outcome waiting forever.
+   */
+  #send(run: ClientRun, frame: { type: 'run' | 'cancel'; runId: string }): boolean {
+    try {
+      this.#options.channel.send(frame);
+      return true;
+    } catch (error) {
+      const failed = notSent(run, frame.type, error);
+      run.deliver(failed);
+      this.#end(run, failed);
+      return false;
+    }
+  }
+
   #end(run: ClientRun, outcome: RunOutcome): void {
     if (run.end(outcome)) this.#runs.delete(run.runId);
   }
@@ -105,6 +122,21 @@ function hostLost(run: ClientRun, reason: string): FailedFrame {
     runId: run.runId,
     seq: run.lastSeq + 1,
     error: { code: 'host_lost', message: `host lost: ${reason}`, retryable: true },
+  };
+}
+
+/** `frame_too_large` for a frame over the cap, `invalid_frame` for one JSON cannot encode. */
+function notSent(run: ClientRun, frameType: string, error: unknown): FailedFrame {
+  const tooLarge = isRunnerHostError(error) && error.code === 'ERR_FRAME_TOO_LARGE';
+  return {
+    type: 'failed',
+    runId: run.runId,
+    seq: run.lastSeq + 1,
+    error: {
+      code: tooLarge ? 'frame_too_large' : 'invalid_frame',
+      message: `${frameType} frame not sent: ${error instanceof Error ? error.message : String(error)}`,
+      retryable: false,
+    },
   };
 }
 

@@ -25,7 +25,10 @@ export type RunRequest = Omit<RunFrame, 'type' | 'runId'> & { runId?: string };
 /** A run's events, in `seq` order; the last one is its terminal frame. */
 export type RunEvent = RunEventFrame;
 
-/** How a run ended: the host's terminal frame, or a `failed{code:"host_lost"}` made by the client. */
+/**
+ * How a run ended: the host's terminal frame, or a `failed` made by the client (`host_lost`, or
+ * a run or cancel frame it could not send: README "Frames the client cannot send").
+ */
 export type RunOutcome = ResultFrame | FailedFrame;
 
 /** What `onQuestion` returns: chosen options and/or free text, or a decline. */

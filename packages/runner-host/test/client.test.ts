@@ -196,6 +196,100 @@ describe('connectRunner over a child process', () => {
   });
 });
 
+describe('connectRunner: a frame the client cannot send (README "A driver", local failures)', () => {
+  // Small enough for a long message to overflow, large enough for the handshake and the host's
+  // run frames of these tests.
+  const maxFrameBytes = 4096;
+
+  it('ends a run whose run frame is over maxFrameBytes with failed{frame_too_large}, and runs the next', async () => {
+    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
+      stderr: 'pipe',
+      maxFrameBytes,
+    });
+    const handle = client.run({ message: 'x'.repeat(maxFrameBytes * 2) });
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    const failed = {
+      type: 'failed',
+      runId: handle.runId,
+      seq: 1,
+      error: {
+        code: 'frame_too_large',
+        message: expect.stringMatching(/^run frame not sent: .*over the 4096-byte cap/),
+        retryable: false,
+      },
+    };
+    expect(events).toEqual([failed]);
+    expect(await handle.outcome).toEqual(failed);
+    // Nothing reached the host, and the client is still usable.
+    expect(await client.run({ message: 'next' }).outcome).toMatchObject({
+      type: 'result',
+      stopReason: 'end_turn',
+    });
+    await client.shutdown();
+  });
+
+  it('ends a run whose run frame is not JSON with failed{invalid_frame}', async () => {
+    const { client } = spawnHost();
+    // A JavaScript caller's request that JSON cannot encode.
+    const handle = client.run({ message: 'x', turnEnv: { KEY: 1n } as never });
+    expect(await handle.outcome).toMatchObject({
+      type: 'failed',
+      seq: 1,
+      error: { code: 'invalid_frame', message: /^run frame not sent: /, retryable: false },
+    });
+    expect(await client.run({ message: 'next' }).outcome).toMatchObject({ type: 'result' });
+    await client.shutdown();
+  });
+
+  it('ends a run whose cancel frame cannot be sent with failed{frame_too_large}', async () => {
+    // A JavaScript caller's request without `message`: its run frame is three bytes shorter than
+    // its cancel frame, so a runId of the right length lets the run out and not the cancel.
+    const runId = 'r'.repeat(maxFrameBytes - JSON.stringify({ type: 'run', runId: '' }).length);
+    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
+      stderr: 'pipe',
+      maxFrameBytes,
+    });
+    await client.welcome;
+    const controller = new AbortController();
+    const handle = client.run(
+      { runId, message: undefined as never },
+      { signal: controller.signal },
+    );
+    // The run frame goes out in a microtask after the welcome; the host's answer needs I/O.
+    await Promise.resolve();
+    controller.abort();
+    expect(await handle.outcome).toMatchObject({
+      type: 'failed',
+      seq: 1,
+      error: { code: 'frame_too_large', message: /^cancel frame not sent: /, retryable: false },
+    });
+    expect(await client.run({ message: 'next' }).outcome).toMatchObject({ type: 'result' });
+    await client.shutdown();
+  });
+
+  it('declines a question whose answer is over maxFrameBytes', async () => {
+    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
+      stderr: 'pipe',
+      maxFrameBytes,
+    });
+    const handle = client.run(
+      { message: script({ op: 'question', prompt: 'why?' }) },
+      { onQuestion: () => ({ freeText: 'because '.repeat(maxFrameBytes) }) },
+    );
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    expect(events.find((e) => e.type === 'question_resolved')).toMatchObject({
+      outcome: 'declined',
+    });
+    expect(events.find((e) => e.type === 'text')).toMatchObject({
+      delta: 'question:{"outcome":"declined"}',
+    });
+    expect(await handle.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    await client.shutdown();
+  });
+});
+
 describe('connectRunnerSocket', () => {
   let host: SocketHost;
   beforeAll(async () => {
