@@ -1,8 +1,8 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIGEST_EXCLUDED_PATH } from '@packwarden/pack-digest';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { isSemver, parseStrictJson } from '@packwarden/pack-manifest/resolve';
-import { readBoundedFile } from './read-bounded-file.js';
 
 /** The Custom Engine V2 manifest an engine folder must hold (`@packwarden/engines`). */
 export const ENGINE_MANIFEST_FILE = 'engine.manifest.json';

@@ -1,6 +1,5 @@
-import { constants } from 'node:fs';
-import { lstat, open } from 'node:fs/promises';
-import { writeFileAtomic } from './atomic-write.js';
+import { lstat } from 'node:fs/promises';
+import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { PackSignatureError } from './errors.js';
 
 /** A PEM private key is a few hundred bytes; anything larger is the wrong file. */
@@ -15,39 +14,40 @@ export interface WriteKeyFileOptions {
  * Reads a private signing key (README "Key files"), refusing one that group or others can read
  * (`ERR_KEY_FILE_UNSAFE`): a signing key that leaked is a fleet that runs whatever its holder
  * signs. A missing file, a symlink, a folder or more than `KEY_FILE_MAX_BYTES` is
- * `ERR_KEY_FILE_UNREADABLE`. The file is opened without following a symlink, so what was
- * checked is what is read.
+ * `ERR_KEY_FILE_UNREADABLE`. The file is read by `readBoundedFile` (no symlink followed, no FIFO
+ * waited on) and its mode checked on the descriptor read, so what was checked is what is read.
  */
 export async function readPrivateKeyFile(path: string): Promise<string> {
   const unreadable = (message: string, cause?: unknown) =>
     new PackSignatureError('ERR_KEY_FILE_UNREADABLE', message, { cause });
-  let handle;
-  try {
-    // O_NONBLOCK: a FIFO planted at the path must not hang the open; it is refused below.
-    handle = await open(
-      path,
-      constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+  const cannotRead = (cause: unknown) =>
+    unreadable(`cannot read the key file ${path}: ${(cause as Error).message}`, cause);
+  const read = readBoundedFile(path, KEY_FILE_MAX_BYTES);
+  switch (read.kind) {
+    case 'failed':
+      // A key file that opened but cannot be read (EIO) is not a refusal: the OS error goes up as is.
+      if (read.step === 'read') throw read.cause;
+      throw cannotRead(read.cause);
+    case 'absent':
+    case 'symlink':
+      throw cannotRead(read.cause);
+    case 'not-regular-file':
+      throw unreadable(`${path} is not a regular file`);
+    case 'too-large':
+    case 'grew':
+    case 'read':
+      break;
+  }
+  // Checked on the descriptor that was read, before its size: a key others can read is refused
+  // as unsafe whatever else is wrong with it.
+  if (process.platform !== 'win32' && (read.stats.mode & 0o077) !== 0) {
+    throw new PackSignatureError(
+      'ERR_KEY_FILE_UNSAFE',
+      `the key file ${path} is readable by group or others (mode ${(read.stats.mode & 0o777).toString(8).padStart(4, '0')}); refusing to sign with it`,
     );
-  } catch (cause) {
-    throw unreadable(`cannot read the key file ${path}: ${(cause as Error).message}`, cause);
   }
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw unreadable(`${path} is not a regular file`);
-    if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
-      throw new PackSignatureError(
-        'ERR_KEY_FILE_UNSAFE',
-        `the key file ${path} is readable by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')}); refusing to sign with it`,
-      );
-    }
-    if (info.size > KEY_FILE_MAX_BYTES) throw unreadable(`${path} is too large to be a PEM key`);
-    const text = await handle.readFile('utf8');
-    if (Buffer.byteLength(text) > KEY_FILE_MAX_BYTES)
-      throw unreadable(`${path} is too large to be a PEM key`);
-    return text;
-  } finally {
-    await handle.close();
-  }
+  if (read.kind !== 'read') throw unreadable(`${path} is too large to be a PEM key`);
+  return read.bytes.toString('utf8');
 }
 
 async function writeNew(
@@ -63,7 +63,7 @@ async function writeNew(
   if (exists && options.force !== true)
     throw new PackSignatureError('ERR_KEY_FILE_EXISTS', `${path} already exists`);
   try {
-    await writeFileAtomic(path, text, mode);
+    await writeFileAtomic(path, text, { mode });
   } catch (cause) {
     throw new PackSignatureError(
       'ERR_KEY_FILE_WRITE',

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { PACK_SIGNATURE_FILE, PACK_SIGNATURE_MAX_BYTES } from './constants.js';
 import { PackSignatureError } from './errors.js';
-import { readBoundedFile } from './read-bounded-file.js';
 import {
   parsePackToken,
   type MalformedReason,
@@ -76,7 +76,7 @@ export function readSignatureToken(dir: string, name: string): ReadPackToken {
   const read = readBoundedFile(file, PACK_SIGNATURE_MAX_BYTES);
   switch (read.kind) {
     case 'absent':
-      return read;
+      return { kind: 'absent' };
     case 'symlink':
       return malformed('not-regular-file', `${name} is a symlink; it must be a regular file`);
     case 'not-regular-file':

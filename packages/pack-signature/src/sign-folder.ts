@@ -1,10 +1,10 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { PackDigestEntry } from '@packwarden/pack-digest';
+import { removeStaleTemporaries, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { kidProblem } from '@packwarden/pack-manifest/resolve';
 import { CompactSign } from 'jose';
 import type * as z from 'zod';
-import { removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
 import { PACK_SIGNATURE_ALG, PACK_SIGNATURE_IAT_RANGE } from './constants.js';
 import { checkEs256Jws } from './es256.js';
 import { PackSignatureError } from './errors.js';
@@ -161,7 +161,7 @@ export async function checkAndWriteSignature(
   const file = join(resolve(dir), kind.file);
   if (signing.write) {
     try {
-      await writeFileAtomic(file, `${token}\n`, 0o644);
+      await writeFileAtomic(file, `${token}\n`, { mode: 0o644 });
     } catch (cause) {
       throw new PackSignatureError(
         'ERR_SIGNATURE_WRITE',

@@ -142,4 +142,16 @@ describe('key files', () => {
     writeFileSync(big, 'x'.repeat(KEY_FILE_MAX_BYTES + 1), { mode: 0o600 });
     expect(await codeOf(readPrivateKeyFile(big))).toBe('ERR_KEY_FILE_UNREADABLE');
   });
+
+  it('checks the mode before the size, and reads a key of exactly the largest size', async () => {
+    const dir = await makeTemp();
+    const big = join(dir, 'big.pem');
+    writeFileSync(big, 'x'.repeat(KEY_FILE_MAX_BYTES + 1));
+    chmodSync(big, 0o640);
+    expect(await codeOf(readPrivateKeyFile(big))).toBe('ERR_KEY_FILE_UNSAFE');
+    const largest = join(dir, 'largest.pem');
+    writeFileSync(largest, 'x'.repeat(KEY_FILE_MAX_BYTES), { mode: 0o600 });
+    chmodSync(largest, 0o600);
+    expect(await readPrivateKeyFile(largest)).toHaveLength(KEY_FILE_MAX_BYTES);
+  });
 });
