@@ -1,9 +1,10 @@
 import type { EngineRunOptions } from './engine.js';
 import { requestedFileAccess, type RunFrame } from './frames.js';
+import { RUN_SECRET_MAP_FIELDS, RUN_SECRET_VALUE_FIELDS } from './run-secrets.js';
 
 /**
  * What an engine's `stream` gets from a `run` frame: frozen, with the secrets (`modelToken`,
- * `turnEnv`, `gatewaySessionKey`) as non-enumerable properties so that logging or spreading the
+ * `turnEnv`, `gatewaySessionKey`: the fields `run-secrets.ts` lists) as non-enumerable properties so that logging or spreading the
  * options never copies them (README "Secrets").
  */
 export function engineRunOptions(
@@ -34,8 +35,11 @@ export function engineRunOptions(
       writable: false,
       configurable: false,
     });
-  if (frame.modelToken !== undefined) hidden('modelToken', frame.modelToken);
-  if (frame.turnEnv !== undefined) hidden('turnEnv', Object.freeze({ ...frame.turnEnv }));
-  if (frame.gatewaySessionKey !== undefined) hidden('gatewaySessionKey', frame.gatewaySessionKey);
+  for (const field of RUN_SECRET_VALUE_FIELDS) {
+    if (frame[field] !== undefined) hidden(field, frame[field]);
+  }
+  for (const field of RUN_SECRET_MAP_FIELDS) {
+    if (frame[field] !== undefined) hidden(field, Object.freeze({ ...frame[field] }));
+  }
   return Object.freeze(base) as unknown as EngineRunOptions;
 }

@@ -83,19 +83,6 @@ export function toWireError(error: unknown): WireError {
   };
 }
 
-/** Every secret-bearing string of a (possibly invalid) `run` frame, secret-length or not. */
-export function frameSecrets(frame: Record<string, unknown>): string[] {
-  const values: string[] = [];
-  for (const value of [frame.modelToken, frame.gatewaySessionKey]) {
-    if (typeof value === 'string') values.push(value);
-  }
-  const env = frame.turnEnv;
-  if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
-    for (const value of Object.values(env)) if (typeof value === 'string') values.push(value);
-  }
-  return values;
-}
-
 export function nonNegative(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value < 0) {

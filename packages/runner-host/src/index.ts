@@ -24,6 +24,8 @@ export {
   StreamScrubber,
   TAIL_ELLIPSIS,
 } from './redactor.js';
+export { runSecretValues } from './run-secrets.js';
+export type { RunSecretFields } from './run-secrets.js';
 
 export type {
   EngineEmitter,

@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { RunnerHostError } from './errors.js';
+import { runSecretValues, type RunSecretFields } from './run-secrets.js';
 
 /** Replaces a secret wherever it would leave the host. */
 export const REDACTED = '[redacted]';
@@ -61,6 +62,15 @@ export class SecretSet {
     if (!isSecretMaterial(value)) return;
     this.#remember(value);
     this.#dirty = true;
+  }
+
+  /**
+   * Remembers every secret value of a run ({@link runSecretValues}: `modelToken`,
+   * `gatewaySessionKey` and each `turnEnv` value), as an engine or embedder does that scrubs its
+   * own channels with the run's secrets (README "Secrets").
+   */
+  addRun(run: RunSecretFields): void {
+    for (const value of runSecretValues(run)) this.add(value);
   }
 
   /**

@@ -1,8 +1,13 @@
 import type { RunnerEngine } from './engine.js';
 import type { RunFrame, WireError } from './frames.js';
-import { frameSecrets } from './host-limits.js';
 import { MAX_RUN_SECRETS, type SecretSet } from './redactor.js';
 import { RunIdMemory } from './run-ids.js';
+import {
+  RUN_SECRET_MAP_FIELDS,
+  RUN_SECRET_VALUE_FIELDS,
+  namedRunSecrets,
+  runSecretValues,
+} from './run-secrets.js';
 
 /** What the session is doing when a `run` frame arrives. */
 export interface AdmissionContext {
@@ -49,7 +54,7 @@ export class RunAdmission<TRuntime> {
   }
 
   admit(frame: RunFrame, context: AdmissionContext): Admission<TRuntime> {
-    const runSecrets = frameSecrets(frame);
+    const runSecrets = runSecretValues(frame);
     const { runId } = frame;
     if (runSecrets.length > MAX_RUN_SECRETS) {
       this.#rememberSecrets(frame);
@@ -57,7 +62,7 @@ export class RunAdmission<TRuntime> {
       return this.#reject(
         runId,
         'too_many_secrets',
-        `the run carries ${runSecrets.length} secret values (modelToken, gatewaySessionKey, turnEnv); at most ${MAX_RUN_SECRETS} are accepted`,
+        `the run carries ${runSecrets.length} secret values (${SECRET_FIELD_NAMES}); at most ${MAX_RUN_SECRETS} are accepted`,
       );
     }
     if (!context.initialized || this.seen(runId) || context.activeRunId !== undefined) {
@@ -113,13 +118,14 @@ export class RunAdmission<TRuntime> {
    * before anything could echo the rest.
    */
   #rememberSecrets(frame: Record<string, unknown>): void {
-    const values = frameSecrets(frame);
-    const named = [frame.modelToken, frame.gatewaySessionKey];
-    for (const value of values.length > MAX_RUN_SECRETS ? named : values) {
-      if (typeof value === 'string') this.#secrets.add(value);
+    const values = runSecretValues(frame);
+    for (const value of values.length > MAX_RUN_SECRETS ? namedRunSecrets(frame) : values) {
+      this.#secrets.add(value);
     }
   }
 }
+
+const SECRET_FIELD_NAMES = [...RUN_SECRET_VALUE_FIELDS, ...RUN_SECRET_MAP_FIELDS].join(', ');
 
 function refusal(code: string, message: string, retryable = false): WireError {
   return { code, message, retryable };

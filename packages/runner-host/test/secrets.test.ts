@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -5,9 +7,12 @@ import {
   MAX_RUN_SECRETS,
   REDACTED,
   SecretSet,
+  runSecretValues,
   type EngineEmitter,
   type RunnerEngine,
 } from '../src/index.js';
+import { runFrameSchema } from '../src/protocol.js';
+import { packageDir } from './helpers.js';
 import { InProcessHost, type Frame } from './in-process.js';
 
 function engine(stream: RunnerEngine<unknown>['stream']): RunnerEngine<unknown> {
@@ -258,6 +263,69 @@ describe('split secrets never arrive whole (issue 16.4)', () => {
       'text',
       'thinking',
       'result',
+    ]);
+  });
+});
+
+describe('runSecretValues and SecretSet#addRun: one list of the secret fields of a run (README "Secrets")', () => {
+  it('read exactly the run frame fields the README marks 🔒, and no other field of its schema', async () => {
+    const readme = await readFile(join(packageDir, 'README.md'), 'utf8');
+    const row = readme.split('\n').find((line) => line.startsWith('| `run` '));
+    const locked = [...(row ?? '').matchAll(/`(\w+)\?[^`]*` 🔒/g)].map((match) => match[1]);
+    expect(locked.sort()).toEqual(['gatewaySessionKey', 'modelToken', 'turnEnv']);
+
+    // Every field of the schema as a string, then every field as a map: a field read as a
+    // secret shows up in one of the two, whatever its kind.
+    const fields = Object.keys(runFrameSchema.shape);
+    const asValues = Object.fromEntries(fields.map((field) => [field, `value:${field}`]));
+    const asMaps = Object.fromEntries(fields.map((field) => [field, { K: `map:${field}` }]));
+    const read = [...runSecretValues(asValues), ...runSecretValues(asMaps)].map((value) =>
+      value.replace(/^\w+:/, ''),
+    );
+    expect(read.sort()).toEqual(locked);
+  });
+
+  it('skip what is not a string on a frame that failed validation', () => {
+    expect(
+      runSecretValues({
+        modelToken: 42,
+        gatewaySessionKey: 'gw-session-key-1',
+        turnEnv: { A: 'env-value-a', B: 7, C: null },
+      }),
+    ).toEqual(['gw-session-key-1', 'env-value-a']);
+    expect(runSecretValues({ modelToken: 'sk-token', turnEnv: ['sk-in-an-array'] })).toEqual([
+      'sk-token',
+    ]);
+    expect(runSecretValues({ turnEnv: null })).toEqual([]);
+  });
+
+  it("see an engine's hidden secret options; addRun scrubs each of them", async () => {
+    const seen: { values: string[]; scrubbed: string }[] = [];
+    const host = new InProcessHost(
+      engine(async (_message, options) => {
+        const secrets = new SecretSet();
+        secrets.addRun(options);
+        const all = `${options.modelToken} ${options.gatewaySessionKey} ${options.turnEnv?.A} ${options.turnEnv?.B} short`;
+        seen.push({ values: runSecretValues(options), scrubbed: secrets.scrubText(all) });
+      }),
+    );
+    await host.hello();
+    host.send({
+      type: 'run',
+      runId: 'r',
+      message: 'm',
+      modelToken: 'sk-model-token-1',
+      gatewaySessionKey: 'gw-session-key-1',
+      turnEnv: { A: 'env-secret-a', B: 'short' },
+    });
+    expect(await host.terminal('r')).toMatchObject({ type: 'result' });
+    await host.close();
+    expect(seen).toEqual([
+      {
+        values: ['sk-model-token-1', 'gw-session-key-1', 'env-secret-a', 'short'],
+        // Values under MIN_SECRET_LENGTH are not secret material.
+        scrubbed: `${REDACTED} ${REDACTED} ${REDACTED} short short`,
+      },
     ]);
   });
 });

@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { EngineEmitter, EngineRunOptions, RunnerEngine } from '../engine.js';
+import { runSecretValues } from '../run-secrets.js';
 
 /**
  * One step of a script. The scripted engine runs `JSON.parse(message).script`, step by step;
@@ -68,16 +69,8 @@ function fullGc(): (() => void) | undefined {
   }
 }
 
-function secretsOf(options: EngineRunOptions): string[] {
-  return [
-    options.modelToken,
-    options.gatewaySessionKey,
-    ...Object.values(options.turnEnv ?? {}),
-  ].filter((v): v is string => typeof v === 'string' && v !== '');
-}
-
 async function leak(options: EngineRunOptions, emitter: EngineEmitter): Promise<never> {
-  const secrets = secretsOf(options);
+  const secrets = runSecretValues(options).filter((value) => value !== '');
   await emitter.text(`options as JSON: ${JSON.stringify(options)}`);
   for (const secret of secrets) {
     await emitter.text(`token=${secret};`);
