@@ -20,7 +20,7 @@ export type TrustRootErrorCode =
   | 'ERR_DURATION_INVALID'
   /** The keys file is missing, unreadable or not a regular file. */
   | 'ERR_KEYS_FILE_READ'
-  /** A key document is larger than 256 KiB. */
+  /** A key document is larger than 256 KiB, or a keys file grew while it was being read. */
   | 'ERR_KEYS_TOO_LARGE'
   /** A key document is not UTF-8, not strict JSON, too deeply nested, or not an accepted shape. */
   | 'ERR_KEYS_PARSE'

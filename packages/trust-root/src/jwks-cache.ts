@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
@@ -107,69 +107,49 @@ export async function readCacheEntry(
   const { kind, url } = source;
   const pins = [...source.pins].sort();
   const file = cacheFilePath(dir, kind, url, pins);
-  let handle;
-  try {
-    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (error) {
-    if (errorCode(error) !== 'ENOENT')
-      warnings.push(`trust root cache ${file} is ignored: ${errorCode(error)}.`);
+  const ignored = (why: string): undefined => {
+    warnings.push(`trust root cache ${file} is ignored: ${why}.`);
     return undefined;
-  }
+  };
+  const read = readBoundedFile(file, TRUST_ROOT_LIMITS.maxCacheFileBytes);
+  if (read.kind === 'absent') return undefined;
+  if (read.kind === 'symlink' || read.kind === 'failed') return ignored(errorCode(read.cause));
+  let problem: string | undefined;
   try {
-    const problem = (await unsafeFolder(dir)) ?? unsafeStats(await handle.stat(), 'file');
-    if (problem !== undefined) {
-      warnings.push(`trust root cache ${file} is ignored: ${problem}.`);
-      return undefined;
-    }
-    const stats = await handle.stat();
-    if (stats.size > TRUST_ROOT_LIMITS.maxCacheFileBytes) {
-      warnings.push(`trust root cache ${file} is ignored: it is too large.`);
-      return undefined;
-    }
-    const text = await handle.readFile({ encoding: 'utf8' });
-    const parsed = entrySchema.safeParse(safeJson(text));
-    if (!parsed.success) {
-      warnings.push(`trust root cache ${file} is ignored: it is not a valid cache entry.`);
-      return undefined;
-    }
-    const { data } = parsed;
-    const { mac, ...covered } = data;
-    const expected = macOf(key, macInput(covered));
-    const given = Buffer.from(mac, 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      // Not written by a holder of the cache key: planted, or from another process.
-      warnings.push(
-        `trust root cache ${file} is ignored: this process did not write it (its MAC does not verify with the cache key).`,
-      );
-      return undefined;
-    }
-    if (data.kind !== kind || data.url !== url || data.pins.join(',') !== pins.join(',')) {
-      warnings.push(
-        `trust root cache ${file} is ignored: it was fetched for another source or other pins.`,
-      );
-      return undefined;
-    }
-    return {
-      kind: data.kind,
-      url: data.url,
-      pins: data.pins,
-      body: data.body,
-      ...(data.etag === undefined ? {} : { etag: data.etag }),
-      fetchedAt: new Date(data.fetchedAt),
-      validatedAt: new Date(data.validatedAt),
-      expiresAt: new Date(data.expiresAt),
-    };
+    problem = (await unsafeFolder(dir)) ?? unsafeStats(read.stats, 'file');
   } catch (error) {
-    warnings.push(`trust root cache ${file} is ignored: ${errorCode(error)}.`);
-    return undefined;
-  } finally {
-    await handle.close();
+    return ignored(errorCode(error));
   }
+  if (problem !== undefined) return ignored(problem);
+  if (read.kind === 'too-large') return ignored('it is too large');
+  if (read.kind !== 'read') return ignored('it grew while it was being read');
+  const parsed = entrySchema.safeParse(safeJson(read.bytes.toString('utf8')));
+  if (!parsed.success) return ignored('it is not a valid cache entry');
+  const { data } = parsed;
+  const { mac, ...covered } = data;
+  const expected = macOf(key, macInput(covered));
+  const given = Buffer.from(mac, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    // Not written by a holder of the cache key: planted, or from another process.
+    return ignored('this process did not write it (its MAC does not verify with the cache key)');
+  }
+  if (data.kind !== kind || data.url !== url || data.pins.join(',') !== pins.join(','))
+    return ignored('it was fetched for another source or other pins');
+  return {
+    kind: data.kind,
+    url: data.url,
+    pins: data.pins,
+    body: data.body,
+    ...(data.etag === undefined ? {} : { etag: data.etag }),
+    fetchedAt: new Date(data.fetchedAt),
+    validatedAt: new Date(data.validatedAt),
+    expiresAt: new Date(data.expiresAt),
+  };
 }
 
 /**
- * Writes an entry atomically (temporary file in the same folder, then rename), mode 0600 in a
- * 0700 folder. A failure only costs the cache, so it becomes a warning.
+ * Writes an entry atomically (`writeFileAtomic`: temporary file in the same folder, then rename),
+ * mode 0600 in a 0700 folder. A failure only costs the cache, so it becomes a warning.
  */
 export async function writeCacheEntry(
   dir: string,
@@ -179,7 +159,6 @@ export async function writeCacheEntry(
 ): Promise<void> {
   const pins = [...entry.pins].sort();
   const file = cacheFilePath(dir, entry.kind, entry.url, pins);
-  const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const folder = await lstat(dir);
@@ -204,21 +183,8 @@ export async function writeCacheEntry(
       ...covered,
       mac: macOf(key, macInput(covered)).toString('base64url'),
     });
-    const handle = await open(
-      temp,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o600,
-    );
-    try {
-      await handle.writeFile(document, 'utf8');
-      await handle.chmod(0o600);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
+    await writeFileAtomic(file, document, { mode: 0o600 });
   } catch (error) {
-    await unlink(temp).catch(() => undefined);
     warnings.push(`trust root cache not written to ${dir}: ${errorCode(error)}.`);
   }
 }

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { errorCode } from './error-code.js';
 import { TrustRootError } from './errors.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
@@ -10,60 +10,46 @@ export interface KeysFileText {
 }
 
 /**
- * Reads a keys file, never more than the size bound (the check happens while reading, so a file
- * that grows after `stat` cannot slip past it). Symlinks are followed: mounted secrets are links.
+ * Reads a keys file with `readBoundedFile`, never more than the size bound, and refuses one that
+ * grows while it is read. Symlinks are followed (mounted secrets are links); a FIFO is refused
+ * without waiting for a writer.
  */
 export async function readKeysFile(path: string): Promise<KeysFileText> {
   const max = TRUST_ROOT_LIMITS.maxDocumentBytes;
-  const warnings: string[] = [];
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (cause) {
-    throw new TrustRootError(
+  const cannotRead = (cause: unknown) =>
+    new TrustRootError(
       'ERR_KEYS_FILE_READ',
       `cannot read keys file ${path}: ${errorCode(cause)}.`,
-      { cause },
+      {
+        cause,
+      },
     );
-  }
-  try {
-    const stats = await handle.stat();
-    if (!stats.isFile()) {
+  const read = readBoundedFile(path, max, { followSymlinks: true });
+  switch (read.kind) {
+    case 'absent':
+    case 'symlink':
+    case 'failed':
+      throw cannotRead(read.cause);
+    case 'not-regular-file':
       throw new TrustRootError('ERR_KEYS_FILE_READ', `keys file ${path} is not a regular file.`);
-    }
-    if (stats.size > max) {
+    case 'too-large':
       throw new TrustRootError(
         'ERR_KEYS_TOO_LARGE',
         `keys file ${path} is larger than ${max} bytes.`,
       );
-    }
-    if ((stats.mode & 0o002) !== 0) {
-      warnings.push(
-        `keys file ${path} is writable by every user; anyone on this machine can change which keys are trusted.`,
+    case 'grew':
+      throw new TrustRootError(
+        'ERR_KEYS_TOO_LARGE',
+        `keys file ${path} grew while it was being read (the limit is ${max} bytes).`,
       );
-    }
-    const buffer = Buffer.alloc(max + 1);
-    let length = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-      if (length > max) {
-        throw new TrustRootError(
-          'ERR_KEYS_TOO_LARGE',
-          `keys file ${path} is larger than ${max} bytes.`,
-        );
-      }
-    }
-    return { text: decodeUtf8(buffer.subarray(0, length), `keys file ${path}`), warnings };
-  } catch (cause) {
-    if (cause instanceof TrustRootError) throw cause;
-    throw new TrustRootError(
-      'ERR_KEYS_FILE_READ',
-      `cannot read keys file ${path}: ${errorCode(cause)}.`,
-      { cause },
-    );
-  } finally {
-    await handle.close();
+    case 'read':
+      break;
   }
+  const warnings: string[] = [];
+  if ((read.stats.mode & 0o002) !== 0) {
+    warnings.push(
+      `keys file ${path} is writable by every user; anyone on this machine can change which keys are trusted.`,
+    );
+  }
+  return { text: decodeUtf8(read.bytes, `keys file ${path}`), warnings };
 }

@@ -1,4 +1,5 @@
-import { chmod, readdir, readFile, stat, symlink, writeFile, rename } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, readdir, readFile, rm, stat, symlink, writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -396,6 +397,30 @@ describe('the cache is only believed when nobody else could have written it', ()
     const root = await loader(time)();
     expect(code(root)).toBe('ERR_HTTP_STATUS');
     expect(root.warnings.join('\n')).toMatch(/ELOOP/);
+  });
+
+  it('ignores a cache file that is a FIFO, without waiting for a writer', async () => {
+    const time = clock();
+    const file = await primeThenFail(time);
+    await rm(file);
+    execFileSync('mkfifo', ['-m', '600', file]);
+    const root = await loader(time)();
+    expect(code(root)).toBe('ERR_HTTP_STATUS');
+    expect(root.warnings.join('\n')).toMatch(/the file is not a regular file/);
+  });
+
+  it('writes the entry mode 0600 whatever the umask, and no temporary file stays', async () => {
+    const time = clock();
+    const previous = process.umask(0o002);
+    try {
+      expect((await loader(time)()).status).toBe('ok');
+    } finally {
+      process.umask(previous);
+    }
+    const names = await readdir(dir.path);
+    expect(names.filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) expect((await stat(join(dir.path, name))).mode & 0o777).toBe(0o600);
   });
 
   it('ignores a corrupt cache file', async () => {

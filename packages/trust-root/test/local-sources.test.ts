@@ -1,4 +1,5 @@
-import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadPackTrustRoot, type PackTrustRoot, TRUST_ROOT_LIMITS } from '../src/index.js';
@@ -183,6 +184,19 @@ describe('keys file', () => {
     );
     const tooLarge = await loadPackTrustRoot({ keysFile: big, env: {}, cacheDir: false });
     expect(tooLarge.status === 'unavailable' && tooLarge.code).toBe('ERR_KEYS_TOO_LARGE');
+  });
+
+  it('is unavailable, without waiting for a writer, when the file is a FIFO; follows a symlink', async () => {
+    const fifo = join(dir.path, 'fifo.json');
+    execFileSync('mkfifo', [fifo]);
+    const root = await loadPackTrustRoot({ keysFile: fifo, env: {}, cacheDir: false });
+    expect(root.status === 'unavailable' && root.code).toBe('ERR_KEYS_FILE_READ');
+    // Mounted secrets are symlinks: a keys file reached through one is read.
+    const link = join(dir.path, 'mounted.json');
+    await symlink(await keysFile({ alpha: alpha.pem }), link);
+    expect(kids(await loadPackTrustRoot({ keysFile: link, env: {}, cacheDir: false }))).toEqual([
+      'alpha',
+    ]);
   });
 
   it('refuses more than 100 keys as a whole', async () => {
