@@ -330,9 +330,7 @@ export async function loadCustomEngine(
     displayName: manifest.displayName ?? manifest.id,
     async stream(message, runOptions, emitter, runtime, signal) {
       logBudget = ENGINE_CHILD_LIMITS.maxLogLinesPerTurn;
-      secrets.add(runOptions.modelToken);
-      secrets.add(runOptions.gatewaySessionKey);
-      for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
+      secrets.addRun(runOptions);
       let turn: Record<string, unknown>;
       try {
         turn = await prepare(runOptions, runtime, emitter, message);

@@ -167,9 +167,7 @@ export function createExecEngine(
     displayName: `exec: ${spec.program}`,
     async stream(message, runOptions, emitter, runtime, signal) {
       const secrets = new SecretSet();
-      secrets.add(runOptions.modelToken);
-      secrets.add(runOptions.gatewaySessionKey);
-      for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
+      secrets.addRun(runOptions);
       const stderrTail = new StderrTail(options.stderrTailBytes ?? 16 * 1024, secrets);
 
       let child: Child;

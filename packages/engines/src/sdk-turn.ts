@@ -195,9 +195,7 @@ export async function openCliTurn(
   },
 ): Promise<CliTurn> {
   const secrets = new SecretSet();
-  secrets.add(runOptions.modelToken);
-  secrets.add(runOptions.gatewaySessionKey);
-  for (const value of Object.values(runOptions.turnEnv ?? {})) secrets.add(value);
+  secrets.addRun(runOptions);
 
   const env = sdkChildEnvironment(options.baseEnv, runOptions);
   let token = runOptions.modelToken;

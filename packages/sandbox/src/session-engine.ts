@@ -37,9 +37,7 @@ export function sessionEngine(
     id: info.id,
     displayName: info.displayName,
     async stream(message, options, emitter, runtime, signal) {
-      secrets.add(options.modelToken);
-      secrets.add(options.gatewaySessionKey);
-      for (const value of Object.values(options.turnEnv ?? {})) secrets.add(value);
+      secrets.addRun(options);
       if (
         !warned &&
         options.workspaceRoot !== undefined &&
