@@ -1,29 +1,19 @@
-import type { FileAccess as WireFileAccess } from '@packwarden/runner-host';
+import {
+  narrowerFileAccess,
+  toEngineFileAccess,
+  type EngineFileAccess,
+  type FileAccess as WireFileAccess,
+} from '@packwarden/runner-host';
 
 /**
  * File access an engine is given for one turn, in the pack's vocabulary (`agent.yaml`
- * `spec.permissions.fileAccess`) plus `none`, which only a driver can ask for.
+ * `spec.permissions.fileAccess`) plus `none`, which only a driver can ask for: runner-host's
+ * `EngineFileAccess` (its README "File access").
  */
-export type TurnFileAccess = 'none' | 'read-only' | 'workspace-write' | 'full';
+export type TurnFileAccess = EngineFileAccess;
 
 /** The levels a pack may declare in `spec.permissions.fileAccess`. */
 export type DeclaredFileAccess = Exclude<TurnFileAccess, 'none'>;
-
-const RANK: Record<TurnFileAccess, number> = {
-  none: 0,
-  'read-only': 1,
-  'workspace-write': 2,
-  full: 3,
-};
-
-const FROM_WIRE: Record<WireFileAccess, TurnFileAccess> = {
-  none: 'none',
-  read: 'read-only',
-  write: 'workspace-write',
-  'read-only': 'read-only',
-  'workspace-write': 'workspace-write',
-  full: 'full',
-};
 
 /** What a pack that declares nothing gets: reading its workspace, nothing more. */
 export const DEFAULT_DECLARED_FILE_ACCESS: DeclaredFileAccess = 'read-only';
@@ -39,6 +29,5 @@ export function effectiveFileAccess(
 ): TurnFileAccess {
   const ceiling = declared ?? DEFAULT_DECLARED_FILE_ACCESS;
   if (requested === undefined) return ceiling;
-  const asked = FROM_WIRE[requested];
-  return RANK[asked] < RANK[ceiling] ? asked : ceiling;
+  return narrowerFileAccess(toEngineFileAccess(requested), ceiling);
 }

@@ -91,6 +91,20 @@ const FILE_ACCESS_RANK: Readonly<Record<EngineFileAccess, number>> = {
 };
 
 /**
+ * The contract's word for a file access word of the wire (README "File access"): `read` is
+ * `read-only`, `write` is `workspace-write`, the others are themselves. The one copy of this
+ * table: engines and embedders that take a wire word map it with this.
+ */
+export function toEngineFileAccess(word: FileAccess): EngineFileAccess {
+  return FILE_ACCESS_WORDS[word];
+}
+
+/** The narrower of two file access levels (`none` < `read-only` < `workspace-write` < `full`). */
+export function narrowerFileAccess(a: EngineFileAccess, b: EngineFileAccess): EngineFileAccess {
+  return FILE_ACCESS_RANK[b] < FILE_ACCESS_RANK[a] ? b : a;
+}
+
+/**
  * The engine-facing file access a run frame asks for: `permissions.fileAccess` and the bare
  * `fileAccess` (either may be sent), in the contract's words. When both are present and differ
  * the narrower wins, so an inconsistent frame can never obtain more than one of its fields asks.
@@ -101,9 +115,9 @@ export function requestedFileAccess(frame: {
 }): EngineFileAccess | undefined {
   const asked = [frame.permissions?.fileAccess, frame.fileAccess]
     .filter((word): word is FileAccess => word !== undefined)
-    .map((word) => FILE_ACCESS_WORDS[word]);
+    .map(toEngineFileAccess);
   if (asked.length === 0) return undefined;
-  return asked.reduce((a, b) => (FILE_ACCESS_RANK[b] < FILE_ACCESS_RANK[a] ? b : a));
+  return asked.reduce(narrowerFileAccess);
 }
 
 export const runFrameSchema = z.object({

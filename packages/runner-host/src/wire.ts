@@ -7,9 +7,11 @@ export {
   WIRE_ERROR_CODES,
   isRunEventFrame,
   isTerminalFrame,
+  narrowerFileAccess,
   parseDriverFrame,
   parseHostFrame,
   requestedFileAccess,
+  toEngineFileAccess,
 } from './frames.js';
 export type {
   AcceptedFrame,

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { framesJsonSchema } from '../src/protocol.js';
 import {
+  narrowerFileAccess,
   parseDriverFrame,
   requestedFileAccess,
+  toEngineFileAccess,
   type EngineRunOptions,
   type RunnerEngine,
 } from '../src/index.js';
@@ -21,6 +23,24 @@ describe('file access on the wire (issue 10.4)', () => {
     // `permissions: {}` asks for nothing, like no permissions at all.
     const empty = { type: 'run', runId: 'r', message: 'm', permissions: {} };
     expect(parseDriverFrame(empty).kind).toBe('frame');
+  });
+
+  it("maps every wire word to the contract's, and orders the contract's words", () => {
+    const words = ['none', 'read', 'write', 'read-only', 'workspace-write', 'full'] as const;
+    expect(words.map(toEngineFileAccess)).toEqual([
+      'none',
+      'read-only',
+      'workspace-write',
+      'read-only',
+      'workspace-write',
+      'full',
+    ]);
+    const order = ['none', 'read-only', 'workspace-write', 'full'] as const;
+    for (const [i, a] of order.entries()) {
+      for (const [j, b] of order.entries()) {
+        expect(narrowerFileAccess(a, b)).toBe(order[Math.min(i, j)]);
+      }
+    }
   });
 
   it('normalises to the contract words; two fields that disagree give the narrower', () => {
