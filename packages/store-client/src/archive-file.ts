@@ -8,8 +8,8 @@ import {
   MANIFEST_FILE,
   parsePackManifest,
 } from '@packwarden/pack-manifest';
+import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { loadBuildManifest, packArchive } from './build.js';
-import { writeFileAtomic } from './cache.js';
 import { isStoreError, StoreError } from './errors.js';
 import { resolveExtractLimits, type ExtractLimits } from './limits.js';
 import type { ArtifactRef } from './refs.js';
@@ -73,7 +73,7 @@ export async function exportPack(
     const file = resolve(options.out);
     try {
       await mkdir(dirname(file), { recursive: true });
-      await writeFileAtomic(file, built.archive);
+      await writeFileAtomic(file, built.archive, { mode: 0o644 });
     } catch (cause) {
       throw new StoreError('ERR_BUILD_IO', `cannot write ${file}: ${(cause as Error).message}`, {
         cause,

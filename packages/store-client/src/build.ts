@@ -9,7 +9,7 @@ import {
   type PackDigestEntry,
 } from '@packwarden/pack-digest';
 import { findPackFolders, loadPackManifest } from '@packwarden/pack-manifest';
-import { writeFileAtomic } from './cache.js';
+import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { StoreError } from './errors.js';
 import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
 import { isSlug } from './refs.js';
@@ -186,7 +186,7 @@ async function writeStoreArchive(
   const relative = `${folder}/${slug}/${slug}-${version}.tar.gz`;
   try {
     await mkdir(join(out, folder, slug), { recursive: true });
-    await writeFileAtomic(join(out, relative), archive);
+    await writeFileAtomic(join(out, relative), archive, { mode: 0o644 });
   } catch (cause) {
     throw new StoreError(
       'ERR_BUILD_IO',
@@ -301,7 +301,7 @@ export async function buildStaticStore(
   for (const engine of engines) index.artifacts.push(engine.artifact);
   const indexFile = join(out, 'index.json');
   try {
-    await writeFileAtomic(indexFile, `${JSON.stringify(index, null, 2)}\n`);
+    await writeFileAtomic(indexFile, `${JSON.stringify(index, null, 2)}\n`, { mode: 0o644 });
   } catch (cause) {
     throw new StoreError('ERR_BUILD_IO', `cannot write ${indexFile}: ${(cause as Error).message}`, {
       cause,

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 
 // The cache is an optimisation: every failure to read or write it is ignored, never fatal.
 
@@ -32,17 +33,6 @@ export async function readCachedIndex(
   return undefined;
 }
 
-export async function writeFileAtomic(path: string, data: string | Buffer): Promise<void> {
-  const temp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
-  try {
-    await writeFile(temp, data, { mode: 0o644, flag: 'wx' });
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
-
 export async function writeCachedIndex(
   cacheDir: string | undefined,
   entry: CachedIndex,
@@ -50,7 +40,7 @@ export async function writeCachedIndex(
   if (!cacheDir) return;
   try {
     await mkdir(join(cacheDir, 'index'), { recursive: true });
-    await writeFileAtomic(indexFile(cacheDir, entry.url), JSON.stringify(entry));
+    await writeFileAtomic(indexFile(cacheDir, entry.url), JSON.stringify(entry), { mode: 0o644 });
   } catch {
     // a read-only home still installs
   }

@@ -1,7 +1,7 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CURRENT_FILE, packwardenHome } from '@packwarden/pack-manifest';
-import { writeFileAtomic } from './cache.js';
+import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { StoreError } from './errors.js';
 import { acquireLock } from './lock.js';
 import {
@@ -137,7 +137,11 @@ export class InstallTarget {
   async promote(staging: string): Promise<boolean> {
     try {
       const { replaced } = await promoteStaging(staging, this.dir);
-      if (!this.flat) await writeFileAtomic(join(this.parent, CURRENT_FILE), `${this.version}\n`);
+      if (!this.flat)
+        await writeFileAtomic(join(this.parent, CURRENT_FILE), `${this.version}\n`, {
+          mode: 0o644,
+          syncFolder: true,
+        });
       return replaced;
     } catch (cause) {
       throw new StoreError(

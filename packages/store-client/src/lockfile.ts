@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { parseStrictJson } from '@packwarden/pack-manifest';
+import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { StoreError } from './errors.js';
 
 /** The one lockfile format (README "Lockfile"). */
@@ -117,69 +115,39 @@ export function formatLockfile(lock: Lockfile): string {
  * recording starts an empty lock, a frozen install refuses).
  */
 export async function readLockfile(file: string): Promise<Lockfile | undefined> {
-  let handle;
-  try {
-    handle = await open(file, 'r');
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new StoreError('ERR_LOCKFILE_IO', `cannot read ${file}: ${(cause as Error).message}`, {
-      cause,
-      subject: file,
-    });
+  const max = LOCKFILE_LIMITS.maxBytes;
+  // A lockfile is the user's own file, named by them: a symlink to it is followed.
+  const read = readBoundedFile(file, max, { followSymlinks: true });
+  switch (read.kind) {
+    case 'absent':
+      return undefined;
+    case 'symlink':
+    case 'failed':
+      throw new StoreError(
+        'ERR_LOCKFILE_IO',
+        `cannot read ${file}: ${(read.cause as Error).message}`,
+        { cause: read.cause, subject: file },
+      );
+    case 'not-regular-file':
+      throw invalid(file, 'is not a file');
+    case 'too-large':
+      throw invalid(file, `is larger than ${max} bytes`);
+    case 'grew':
+      throw invalid(file, `grew while it was being read (the limit is ${max} bytes)`);
+    case 'read':
+      return parseLockfile(read.bytes.toString('utf8'), file);
   }
-  let text: string;
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw invalid(file, 'is not a file');
-    if (info.size > LOCKFILE_LIMITS.maxBytes)
-      throw invalid(file, `is larger than ${LOCKFILE_LIMITS.maxBytes} bytes`);
-    const buffer = Buffer.alloc(LOCKFILE_LIMITS.maxBytes + 1);
-    let length = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-      // Grew while being read: still bounded.
-      if (length > LOCKFILE_LIMITS.maxBytes)
-        throw invalid(file, `is larger than ${LOCKFILE_LIMITS.maxBytes} bytes`);
-    }
-    text = buffer.subarray(0, length).toString('utf8');
-  } catch (cause) {
-    if (cause instanceof StoreError) throw cause;
-    throw new StoreError('ERR_LOCKFILE_IO', `cannot read ${file}: ${(cause as Error).message}`, {
-      cause,
-      subject: file,
-    });
-  } finally {
-    await handle.close();
-  }
-  return parseLockfile(text, file);
 }
 
 /**
- * Writes the lockfile atomically: a temporary file in the same folder, fsynced, renamed over
- * the old one, then the folder fsynced, so a crash leaves the old lock or the new one.
+ * Writes the lockfile atomically (`writeFileAtomic`): a temporary file in the same folder,
+ * fsynced, renamed over the old one, then the folder fsynced, so a crash leaves the old lock or
+ * the new one.
  */
 export async function writeLockfile(file: string, lock: Lockfile): Promise<void> {
-  const text = formatLockfile(lock);
-  const temp = join(dirname(file), `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
-    const handle = await open(temp, 'wx', 0o644);
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
-    const folder = await open(dirname(file), 'r');
-    try {
-      await folder.sync();
-    } finally {
-      await folder.close();
-    }
+    await writeFileAtomic(file, formatLockfile(lock), { mode: 0o644, syncFolder: true });
   } catch (cause) {
-    await rm(temp, { force: true });
     throw new StoreError('ERR_LOCKFILE_IO', `cannot write ${file}: ${(cause as Error).message}`, {
       cause,
       subject: file,

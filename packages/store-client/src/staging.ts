@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest';
+import { isAtomicWriteTemporary } from '@packwarden/pack-manifest/fs';
 import { StoreError } from './errors.js';
 import { compareSemver } from './semver.js';
 
@@ -83,7 +84,12 @@ export async function recoverLeftovers(parent: string, stagingPrefix: string): P
       );
       if (taken) await rm(path, { recursive: true, force: true });
       else await rename(path, original).catch(() => undefined);
-    } else if (name.startsWith(stagingPrefix) || name.startsWith(`${CURRENT_FILE}.tmp-`)) {
+    } else if (
+      name.startsWith(stagingPrefix) ||
+      isAtomicWriteTemporary(name, CURRENT_FILE) ||
+      // Earlier releases named the temporary file `current.txt.tmp-<12 hex>`.
+      name.startsWith(`${CURRENT_FILE}.tmp-`)
+    ) {
       await rm(path, { recursive: true, force: true });
     }
   }

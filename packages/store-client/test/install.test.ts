@@ -419,6 +419,25 @@ describe('static store transport rules', () => {
     expect(await readFile(join(packDir, 'current.txt'), 'utf8')).toBe('1.0.0\n');
   });
 
+  it('writes current.txt mode 0644 whatever the umask, and clears a killed writer’s temporary current.txt', async () => {
+    const { out, home } = await storeWithPacks(['1.0.0', '2.0.0']);
+    const store = await openStore({ url: out, env: {}, cacheDir: false });
+    const packDir = join(home, 'agents', 'demo');
+    await installPack(store, { type: 'pack', slug: 'demo', version: '1.0.0' }, { home });
+    // The name writeFileAtomic gives its temporary file, from a writer killed before the rename.
+    await writeFile(join(packDir, '.current.txt.4194399.0123456789ab.tmp'), '9.9.9\n');
+    const previous = process.umask(0o077);
+    try {
+      await installPack(store, { type: 'pack', slug: 'demo', version: '2.0.0' }, { home });
+    } finally {
+      process.umask(previous);
+    }
+    expect((await readdir(packDir)).sort()).toEqual(['1.0.0', '2.0.0', 'current.txt']);
+    expect(await readFile(join(packDir, 'current.txt'), 'utf8')).toBe('2.0.0\n');
+    expect((await stat(join(packDir, 'current.txt'))).mode & 0o777).toBe(0o644);
+    await rm(join(home, 'agents'), { recursive: true });
+  });
+
   it('refuses an index body that drips slower than the timeout, and honours abort signals', async () => {
     // The body never ends until the client hangs up: only `timeoutMs` covering the body (not
     // just the headers) ends the request, and no wall-clock sleep races the timeout.

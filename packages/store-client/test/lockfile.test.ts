@@ -1,4 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -96,6 +106,35 @@ describe('lockfile', () => {
     const file = join(temp(), 'huge.lock');
     writeFileSync(file, ' '.repeat(LOCKFILE_LIMITS.maxBytes + 1));
     await expect(readLockfile(file)).rejects.toMatchObject({ code: 'ERR_LOCKFILE_INVALID' });
+  });
+
+  test('a FIFO is refused without waiting for a writer; a symlink the user made is followed', async () => {
+    const dir = temp();
+    const fifo = join(dir, 'fifo.lock');
+    execFileSync('mkfifo', [fifo]);
+    await expect(readLockfile(fifo)).rejects.toMatchObject({ code: 'ERR_LOCKFILE_INVALID' });
+    const real = join(dir, 'real.lock');
+    await writeLockfile(real, { lockfileVersion: 1, packs: { 'pack/hello': entry } });
+    symlinkSync(real, join(dir, 'link.lock'));
+    expect((await readLockfile(join(dir, 'link.lock')))?.packs['pack/hello']).toEqual(entry);
+  });
+
+  test('written mode 0644 whatever the umask; a failed write is ERR_LOCKFILE_IO and leaves nothing', async () => {
+    const dir = temp();
+    const file = join(dir, 'packwarden.lock');
+    const previous = process.umask(0o077);
+    try {
+      await writeLockfile(file, { lockfileVersion: 1, packs: {} });
+    } finally {
+      process.umask(previous);
+    }
+    expect(statSync(file).mode & 0o777).toBe(0o644);
+    const blocked = join(dir, 'blocked.lock');
+    mkdirSync(join(blocked, 'inside'), { recursive: true });
+    await expect(writeLockfile(blocked, { lockfileVersion: 1, packs: {} })).rejects.toMatchObject({
+      code: 'ERR_LOCKFILE_IO',
+    });
+    expect(readdirSync(dir).sort()).toEqual(['blocked.lock', 'packwarden.lock']);
   });
 
   test('a differing digest is ERR_LOCK_MISMATCH naming the entry, old and new', () => {
