@@ -6,17 +6,23 @@ import {
   connectRunnerSocket,
   spawnRunner,
   type RunEvent,
+  type RunnerClient,
 } from '../src/index.js';
 import { hostScript, startSocketHost, type SocketHost } from './helpers.js';
 
 const script = (...steps: object[]) => JSON.stringify({ script: steps });
 
-function spawnHost(env: NodeJS.ProcessEnv = {}, maxBufferedEvents?: number) {
+function spawnHost(
+  env: NodeJS.ProcessEnv = {},
+  maxBufferedEvents?: number,
+  maxFrameBytes?: number,
+) {
   return spawnRunner(process.execPath, [hostScript, '--stdio'], {
     stderr: 'pipe',
     env: { ...process.env, ...env },
     idleTimeoutMs: 10_000,
     ...(maxBufferedEvents !== undefined ? { maxBufferedEvents } : {}),
+    ...(maxFrameBytes !== undefined ? { maxFrameBytes } : {}),
   });
 }
 
@@ -196,60 +202,55 @@ describe('connectRunner over a child process', () => {
   });
 });
 
-describe('connectRunner: a frame the client cannot send (README "A driver", local failures)', () => {
+describe('connectRunner: frames the client cannot send (README "Frames the client cannot send")', () => {
   // Small enough for a long message to overflow, large enough for the handshake and the host's
   // run frames of these tests.
   const maxFrameBytes = 4096;
+  const spawnCapped = () => spawnHost({}, undefined, maxFrameBytes);
 
-  it('ends a run whose run frame is over maxFrameBytes with failed{frame_too_large}, and runs the next', async () => {
-    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
-      stderr: 'pipe',
-      maxFrameBytes,
-    });
-    const handle = client.run({ message: 'x'.repeat(maxFrameBytes * 2) });
-    const events: RunEvent[] = [];
-    for await (const event of handle) events.push(event);
-    const failed = {
-      type: 'failed',
-      runId: handle.runId,
-      seq: 1,
-      error: {
-        code: 'frame_too_large',
-        message: expect.stringMatching(/^run frame not sent: .*over the 4096-byte cap/),
-        retryable: false,
-      },
-    };
-    expect(events).toEqual([failed]);
-    expect(await handle.outcome).toEqual(failed);
-    // Nothing reached the host, and the client is still usable.
+  /** The `failed` the client makes for a run whose `frame` could not be sent. */
+  const notSent = (code: 'frame_too_large' | 'invalid_frame', frame: 'run' | 'cancel') => ({
+    type: 'failed',
+    seq: 1,
+    error: { code, message: expect.stringMatching(`^${frame} frame not sent: `), retryable: false },
+  });
+
+  /** The client still runs a turn after the failure, then shuts down. */
+  async function expectUsable(client: RunnerClient): Promise<void> {
     expect(await client.run({ message: 'next' }).outcome).toMatchObject({
       type: 'result',
       stopReason: 'end_turn',
     });
     await client.shutdown();
+  }
+
+  it('ends a run whose run frame is over maxFrameBytes with failed{frame_too_large}, and runs the next', async () => {
+    const { client } = spawnCapped();
+    const handle = client.run({ message: 'x'.repeat(maxFrameBytes * 2) });
+    const events: RunEvent[] = [];
+    for await (const event of handle) events.push(event);
+    const failed = { ...notSent('frame_too_large', 'run'), runId: handle.runId };
+    expect(events).toEqual([failed]);
+    const outcome = await handle.outcome;
+    expect(outcome).toEqual(failed);
+    expect(outcome.type === 'failed' && outcome.error.message).toMatch(/over the 4096-byte cap/);
+    // Nothing reached the host, and the client is still usable.
+    await expectUsable(client);
   });
 
   it('ends a run whose run frame is not JSON with failed{invalid_frame}', async () => {
     const { client } = spawnHost();
     // A JavaScript caller's request that JSON cannot encode.
     const handle = client.run({ message: 'x', turnEnv: { KEY: 1n } as never });
-    expect(await handle.outcome).toMatchObject({
-      type: 'failed',
-      seq: 1,
-      error: { code: 'invalid_frame', message: /^run frame not sent: /, retryable: false },
-    });
-    expect(await client.run({ message: 'next' }).outcome).toMatchObject({ type: 'result' });
-    await client.shutdown();
+    expect(await handle.outcome).toMatchObject(notSent('invalid_frame', 'run'));
+    await expectUsable(client);
   });
 
   it('ends a run whose cancel frame cannot be sent with failed{frame_too_large}', async () => {
     // A JavaScript caller's request without `message`: its run frame is three bytes shorter than
     // its cancel frame, so a runId of the right length lets the run out and not the cancel.
     const runId = 'r'.repeat(maxFrameBytes - JSON.stringify({ type: 'run', runId: '' }).length);
-    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
-      stderr: 'pipe',
-      maxFrameBytes,
-    });
+    const { client } = spawnCapped();
     await client.welcome;
     const controller = new AbortController();
     const handle = client.run(
@@ -259,20 +260,12 @@ describe('connectRunner: a frame the client cannot send (README "A driver", loca
     // The run frame goes out in a microtask after the welcome; the host's answer needs I/O.
     await Promise.resolve();
     controller.abort();
-    expect(await handle.outcome).toMatchObject({
-      type: 'failed',
-      seq: 1,
-      error: { code: 'frame_too_large', message: /^cancel frame not sent: /, retryable: false },
-    });
-    expect(await client.run({ message: 'next' }).outcome).toMatchObject({ type: 'result' });
-    await client.shutdown();
+    expect(await handle.outcome).toMatchObject(notSent('frame_too_large', 'cancel'));
+    await expectUsable(client);
   });
 
   it('declines a question whose answer is over maxFrameBytes', async () => {
-    const { client } = spawnRunner(process.execPath, [hostScript, '--stdio'], {
-      stderr: 'pipe',
-      maxFrameBytes,
-    });
+    const { client } = spawnCapped();
     const handle = client.run(
       { message: script({ op: 'question', prompt: 'why?' }) },
       { onQuestion: () => ({ freeText: 'because '.repeat(maxFrameBytes) }) },
