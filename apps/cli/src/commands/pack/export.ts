@@ -1,28 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { exportPack } from '@packwarden/store-client';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { resolvePackArgument } from '../../shared/pack-argument.js';
-
-/** A temporary file next to `file`, fsynced, then renamed over it: never a half-written archive. */
-async function writeAtomic(file: string, bytes: Uint8Array): Promise<void> {
-  const temp = join(dirname(file), `.${basename(file)}.partial-${randomBytes(6).toString('hex')}`);
-  try {
-    const handle = await open(temp, 'wx', 0o644);
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, file);
-  } catch (cause) {
-    await rm(temp, { force: true });
-    throw new CliError(`cannot write ${file}: ${(cause as Error).message}`, EXIT.failure);
-  }
-}
 
 /**
  * `packwarden pack export <pack> [-o FILE]`: the byte-reproducible `.tar.gz` static stores serve
@@ -37,7 +18,12 @@ export async function packExport(
   const pack = await resolvePackArgument(io, ref);
   const exported = await exportPack(pack.dir);
   const out = resolve(io.cwd, flags.output ?? `${exported.slug}-${exported.version}.tgz`);
-  await writeAtomic(out, exported.archive);
+  try {
+    // Never a half-written archive: a temporary file next to `out`, fsynced, renamed over it.
+    await writeFileAtomic(out, exported.archive, { mode: 0o644 });
+  } catch (cause) {
+    throw new CliError(`cannot write ${out}: ${(cause as Error).message}`, EXIT.failure);
+  }
   const summary = {
     file: out,
     slug: exported.slug,
