@@ -80,6 +80,50 @@ describe('conformance kit against the package host', () => {
     expect(code).toBe(1);
   });
 
+  it('CLI --list prints every case name and runs nothing; with --json, a versioned list', async () => {
+    const names = conformanceCases.map((c) => c.name);
+    const listed = await runCli(['--list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toBe(`${names.join('\n')}\n`);
+    const json = await runCli(['--list', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ version: 1, cases: names });
+  });
+
+  it('CLI refuses an --only that matches no case, and a timeout that is not a whole number (exit 2)', async () => {
+    // Without the refusal a typo ran nothing and printed "0 passed, 0 failed", exit 0.
+    const typo = await runCli([
+      '--stdio',
+      stdioHostCommand(),
+      '--only',
+      'CRLF',
+      '--only',
+      'handshak3',
+    ]);
+    expect(typo.code).toBe(2);
+    expect(typo.stdout).toMatch(
+      /^no case matches --only "handshak3"; --list prints the case names$/m,
+    );
+    expect(typo.stdout).not.toMatch(/passed/);
+    for (const bad of ['abc', '0', '-5', '1.5', '10s']) {
+      const run = await runCli([
+        '--stdio',
+        stdioHostCommand(),
+        '--only',
+        'CRLF',
+        '--timeout-ms',
+        bad,
+      ]);
+      expect(run.code).toBe(2);
+      // parseArgs itself refuses "-5" (it reads like an option); the others reach our check.
+      if (!bad.startsWith('-')) {
+        expect(run.stdout).toMatch(/^--timeout-ms takes a whole number of milliseconds/m);
+      }
+    }
+    const cancel = await runCli(['--stdio', stdioHostCommand(), '--cancel-timeout-ms', 'NaN']);
+    expect(cancel.code).toBe(2);
+  });
+
   it('CLI exits 2 on usage errors and --json prints a versioned report', async () => {
     expect((await runCli([])).code).toBe(2);
     const { code, stdout } = await runCli([

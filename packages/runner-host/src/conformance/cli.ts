@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { conformanceCases } from './cases.js';
 import { runConformance } from './runner.js';
 import type { ConformanceTarget } from './peer.js';
 
 const USAGE = `usage: packwarden-runner-conformance (--stdio "<command line>" | --socket PATH [--host-pid PID])
          [--only NAME]... [--timeout-ms N] [--cancel-timeout-ms N] [--json]
+       packwarden-runner-conformance --list [--json]
+
+--only NAME runs the cases whose name contains NAME (repeatable); a NAME that matches no case is
+a usage error. --list prints the case names and runs nothing.
 
 With --socket, the last case kills the host: by SIGKILL to --host-pid when given, otherwise
 through the scripted engine's crash step (which reaches the host only when the engine runs in it).
@@ -26,6 +31,7 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
         'timeout-ms': { type: 'string' },
         'cancel-timeout-ms': { type: 'string' },
         json: { type: 'boolean' },
+        list: { type: 'boolean' },
         help: { type: 'boolean' },
       },
     }));
@@ -36,6 +42,26 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
   if (values.help === true) {
     out.write(`${USAGE}\n`);
     return 0;
+  }
+  if (values.list === true) {
+    const names = conformanceCases.map((c) => c.name);
+    out.write(
+      values.json === true
+        ? `${JSON.stringify({ version: 1, cases: names })}\n`
+        : `${names.join('\n')}\n`,
+    );
+    return 0;
+  }
+  // A filter that selects nothing would print "0 passed, 0 failed" and exit 0: a run that
+  // checked nothing must not look like a pass.
+  const unmatched = (values.only ?? []).filter(
+    (only) => !conformanceCases.some((c) => c.name.includes(only)),
+  );
+  if (unmatched.length > 0) {
+    out.write(
+      `no case matches --only ${unmatched.map((only) => JSON.stringify(only)).join(', ')}; --list prints the case names\n${USAGE}\n`,
+    );
+    return 2;
   }
   if ((values.stdio === undefined) === (values.socket === undefined)) {
     out.write(`give exactly one of --stdio and --socket\n${USAGE}\n`);
@@ -59,13 +85,22 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
             ? { killHost: () => void process.kill(hostPid, 'SIGKILL') }
             : {}),
         };
-  const number = (value: string | undefined) => (value === undefined ? undefined : Number(value));
-  const timeoutMs = number(values['timeout-ms']);
-  const cancelTimeoutMs = number(values['cancel-timeout-ms']);
+  const timeouts: { timeoutMs?: number; cancelTimeoutMs?: number } = {};
+  for (const [flag, key] of [
+    ['timeout-ms', 'timeoutMs'],
+    ['cancel-timeout-ms', 'cancelTimeoutMs'],
+  ] as const) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    if (!/^[1-9][0-9]{0,8}$/.test(text)) {
+      out.write(`--${flag} takes a whole number of milliseconds from 1 to 999999999\n${USAGE}\n`);
+      return 2;
+    }
+    timeouts[key] = Number(text);
+  }
   const report = await runConformance(target, {
     ...(values.only !== undefined ? { only: values.only } : {}),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    ...(cancelTimeoutMs !== undefined ? { cancelTimeoutMs } : {}),
+    ...timeouts,
     onResult: (result) => {
       if (values.json === true) return;
       const detail = result.detail !== undefined ? ` — ${result.detail}` : '';
