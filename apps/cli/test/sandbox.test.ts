@@ -170,6 +170,45 @@ describe('packwarden sandbox', () => {
     await reader.client.shutdown();
   });
 
+  test('the contract’s words on the wire (issue 10): workspace-write, read-only, a bare fileAccess, and full only when the pack declares full', async () => {
+    const accessOf = async (sandbox: ReturnType<typeof startSandbox>, request: object) =>
+      (JSON.parse(textOf((await sandbox.run({ message: 'report', ...request })).events)) as Report)
+        .fileAccess;
+    // probe-pack declares workspace-write.
+    const writer = startSandbox(['--agent', probePack, '--state-dir', stateDir()]);
+    expect(await accessOf(writer, { permissions: { fileAccess: 'workspace-write' } })).toBe(
+      'workspace-write',
+    );
+    expect(await accessOf(writer, { permissions: { fileAccess: 'read-only' } })).toBe('read-only');
+    expect(await accessOf(writer, { fileAccess: 'read-only' })).toBe('read-only');
+    // A frame narrows the pack's declaration and never widens it.
+    expect(await accessOf(writer, { permissions: { fileAccess: 'full' } })).toBe('workspace-write');
+    expect(await accessOf(writer, { fileAccess: 'full' })).toBe('workspace-write');
+    await writer.client.shutdown();
+    expect(await writer.exit).toBe(0);
+
+    const fullPack = join(tempDir(), 'full-pack');
+    cpSync(probePack, fullPack, { recursive: true });
+    const manifest = join(fullPack, 'agent.yaml');
+    writeFileSync(manifest, readFileSync(manifest, 'utf8').replace('workspace-write', 'full'));
+    // full needs no confinement of writes; the test is about the words, not the walls.
+    const full = startSandbox([
+      '--agent',
+      fullPack,
+      '--state-dir',
+      stateDir(),
+      '--isolation',
+      'off',
+    ]);
+    expect(await accessOf(full, {})).toBe('full');
+    expect(await accessOf(full, { fileAccess: 'full' })).toBe('full');
+    expect(await accessOf(full, { permissions: { fileAccess: 'workspace-write' } })).toBe(
+      'workspace-write',
+    );
+    await full.client.shutdown();
+    expect(await full.exit).toBe(0);
+  });
+
   test('all state lives under --state-dir, PACKWARDEN_SANDBOX=1, and credentials in its environment are dropped', async () => {
     const state = stateDir();
     const token = 'env-token-must-not-stay-123';
