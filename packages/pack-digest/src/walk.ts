@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
 import { lstatSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { sep } from 'node:path';
 import { DIGEST_EXCLUDED_PATH, type PackDigestLimits } from './constants.js';
 import { PackDigestError, type UnsupportedFileType } from './errors.js';
 
@@ -16,14 +16,32 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 // Folders are read synchronously (a readdir is a few microseconds; a trip through the thread
 // pool costs more than that), yielding to the event loop every few folders.
 const YIELD_EVERY_DIRECTORIES = 16;
-
-function hasControlByte(name: Buffer): boolean {
-  for (const byte of name) if (byte < 0x20 || byte === 0x7f) return true;
-  return false;
-}
+// Printable ASCII: valid UTF-8, no control character, its own NFC form, one byte per character.
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
+// What Node puts in a name read as a string for bytes that are not UTF-8.
+const REPLACEMENT_CHARACTER = '\ufffd';
 
 function displayPath(relativeDir: string, name: string): string {
   return relativeDir === '' ? name : `${relativeDir}/${name}`;
+}
+
+// Decoded names hold U+0000–U+001F and U+007F exactly where their bytes held 0x00–0x1F and 0x7F:
+// every other character's UTF-8 bytes are 0x80 or more.
+function refuseControlCharacter(name: string, relativeDir: string): void {
+  let control = false;
+  for (let i = 0; i < name.length && !control; i++) {
+    const unit = name.charCodeAt(i);
+    control = unit < 0x20 || unit === 0x7f;
+  }
+  if (!control) return;
+  const shown = displayPath(relativeDir, name);
+  throw new PackDigestError(
+    'ERR_DIGEST_CONTROL_CHARACTER',
+    `name contains a control character: ${JSON.stringify(shown)}`,
+    {
+      path: shown,
+    },
+  );
 }
 
 function decodeName(raw: Buffer, relativeDir: string): string {
@@ -41,17 +59,31 @@ function decodeName(raw: Buffer, relativeDir: string): string {
       },
     );
   }
-  if (hasControlByte(raw)) {
-    const shown = displayPath(relativeDir, name);
-    throw new PackDigestError(
-      'ERR_DIGEST_CONTROL_CHARACTER',
-      `name contains a control character: ${JSON.stringify(shown)}`,
-      {
-        path: shown,
-      },
-    );
-  }
+  refuseControlCharacter(name, relativeDir);
   return name;
+}
+
+/**
+ * A folder's entries. Names are read as strings (reading a Buffer per name and decoding it cost
+ * ~8 ms of a 51 ms walk over 20,000 files, issue 14); where one holds U+FFFD, which is what Node
+ * substitutes for bytes that are not UTF-8, the folder is read again as bytes, so that such a
+ * name is refused (spec rule 3) and a real U+FFFD is kept.
+ */
+function readFolder(absolutePath: string): Dirent[] | Dirent<Buffer>[] {
+  const dirents = readdirSync(absolutePath, { withFileTypes: true });
+  for (const dirent of dirents) {
+    if (dirent.name.includes(REPLACEMENT_CHARACTER))
+      return readdirSync(absolutePath, { withFileTypes: true, encoding: 'buffer' });
+  }
+  return dirents;
+}
+
+interface Folder {
+  absolutePath: string;
+  path: string;
+  /** UTF-8 bytes of `path`. */
+  pathBytes: number;
+  depth: number;
 }
 
 type EntryKind = 'directory' | 'file' | 'symlink' | UnsupportedFileType;
@@ -110,21 +142,37 @@ export async function walkPack(
   signal?: AbortSignal,
 ): Promise<WalkedEntry[]> {
   const entries: WalkedEntry[] = [];
-  const queue: Array<{ absolutePath: string; path: string; depth: number }> = [
-    { absolutePath: root, path: '', depth: 0 },
-  ];
+  const queue: Folder[] = [{ absolutePath: root, path: '', pathBytes: 0, depth: 0 }];
 
-  const visit = (dir: { absolutePath: string; path: string; depth: number }) => {
-    let dirents: Dirent<Buffer>[];
+  const visit = (dir: Folder) => {
+    let dirents: Array<Dirent | Dirent<Buffer>>;
     try {
-      dirents = readdirSync(dir.absolutePath, { withFileTypes: true, encoding: 'buffer' });
+      dirents = readFolder(dir.absolutePath);
     } catch (error) {
       throw ioError(error, dir.path);
     }
+    // Names are single path segments: joined by hand, since path.join normalises every result
+    // (~12 ms of that 51 ms walk, issue 14).
+    const prefix = dir.absolutePath.endsWith(sep) ? dir.absolutePath : dir.absolutePath + sep;
+    const prefixBytes = dir.path === '' ? 0 : dir.pathBytes + 1;
     const seen = new Map<string, string>();
     for (const dirent of dirents) {
-      const name = decodeName(dirent.name, dir.path);
-      const nfc = name.normalize('NFC');
+      let name: string;
+      let nfc: string;
+      let pathBytes: number;
+      if (typeof dirent.name === 'string' && PRINTABLE_ASCII.test(dirent.name)) {
+        name = nfc = dirent.name;
+        pathBytes = prefixBytes + name.length;
+      } else {
+        if (typeof dirent.name === 'string') {
+          name = dirent.name;
+          refuseControlCharacter(name, dir.path);
+        } else {
+          name = decodeName(dirent.name, dir.path);
+        }
+        nfc = name.normalize('NFC');
+        pathBytes = prefixBytes + Buffer.byteLength(nfc);
+      }
       const path = displayPath(dir.path, nfc);
       const other = seen.get(nfc);
       if (other !== undefined) {
@@ -136,7 +184,7 @@ export async function walkPack(
       }
       seen.set(nfc, name);
       if (dir.depth === 0 && nfc === DIGEST_EXCLUDED_PATH) continue;
-      if (Buffer.byteLength(path) > limits.maxPathBytes) {
+      if (pathBytes > limits.maxPathBytes) {
         throw new PackDigestError(
           'ERR_DIGEST_PATH_TOO_LONG',
           `path longer than ${limits.maxPathBytes} bytes: ${path.slice(0, 120)}…`,
@@ -145,7 +193,7 @@ export async function walkPack(
           },
         );
       }
-      const absolutePath = join(dir.absolutePath, name);
+      const absolutePath = prefix + name;
       let kind = kindOf(dirent);
       if (kind === undefined) {
         // Some file systems leave the type out of readdir (DT_UNKNOWN): ask lstat.
@@ -163,7 +211,7 @@ export async function walkPack(
             { path },
           );
         }
-        queue.push({ absolutePath, path, depth: dir.depth + 1 });
+        queue.push({ absolutePath, path, pathBytes, depth: dir.depth + 1 });
       } else if (kind === 'file' || kind === 'symlink') {
         if (entries.length >= limits.maxEntries) {
           throw new PackDigestError(

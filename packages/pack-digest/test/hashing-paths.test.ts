@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -157,4 +157,55 @@ describe('parseManifestLines orders ASCII and non-ASCII paths by UTF-8 bytes', (
   ])('still refuses %j outside printable ASCII: %s', (path, problem) => {
     expect(() => parseManifestLines([`${sha256('x')} f ${path}`])).toThrow(problem);
   });
+});
+
+// The walk reads names as strings and reads a folder again as bytes only where a name holds
+// U+FFFD; printable-ASCII names skip decoding and NFC; path lengths are summed per segment.
+describe('the walk: names read as strings, bytes only where needed', () => {
+  test('a name holding U+FFFD itself is valid UTF-8: kept, beside ASCII and NFD names', async () => {
+    const root = makeTree([
+      { path: 'skills/\ufffd.md', content: 'replacement' },
+      { path: 'skills/plain.md', content: 'plain' },
+      { path: 'skills/cafe\u0301.md', content: 'nfd' },
+      { path: '\ufffd/inner.md', content: 'inner', mode: 'x' },
+    ]);
+    roots.push(root);
+    const result = await computePackDigest(root);
+    expect(result.entries.map((e) => [e.path, e.mode, e.sha256])).toEqual([
+      ['skills/caf\u00e9.md', 'f', sha256('nfd')],
+      ['skills/plain.md', 'f', sha256('plain')],
+      ['skills/\ufffd.md', 'f', sha256('replacement')],
+      ['\ufffd/inner.md', 'x', sha256('inner')],
+    ]);
+    expect(result.digest).toBe(sha256(formatManifest(result.entries)));
+  });
+
+  test('beside a real U+FFFD, bytes that are not UTF-8 and control characters are still refused', async () => {
+    for (const [bad, code] of [
+      [Buffer.from([0x66, 0xff]), 'ERR_DIGEST_INVALID_UTF8_NAME'],
+      [Buffer.from('tab\there'), 'ERR_DIGEST_CONTROL_CHARACTER'],
+    ] as const) {
+      const root = makeTree([{ path: 'd/\ufffd.md', content: 'x' }]);
+      roots.push(root);
+      writeFileSync(Buffer.concat([Buffer.from(join(root, 'd') + '/'), bad]), 'x');
+      await expect(computePackDigest(root)).rejects.toMatchObject({ code });
+    }
+  });
+
+  test.each([
+    ['\u00e9/abc', 6],
+    ['ab/\u00e9', 5],
+    ['\u00e9/\u00e9/a', 7],
+  ])(
+    'maxPathBytes counts %j as %i UTF-8 bytes, ASCII and non-ASCII segments mixed',
+    async (path, bytes) => {
+      const root = makeTree([{ path, content: '' }]);
+      roots.push(root);
+      await expect(
+        computePackDigest(root, { limits: { maxPathBytes: bytes - 1 } }),
+      ).rejects.toMatchObject({ code: 'ERR_DIGEST_PATH_TOO_LONG', path });
+      const { entries } = await computePackDigest(root, { limits: { maxPathBytes: bytes } });
+      expect(entries.map((e) => e.path)).toEqual([path]);
+    },
+  );
 });
