@@ -7,7 +7,12 @@ import { availableParallelism } from 'node:os';
 import { DEFAULT_DIGEST_LIMITS, DIGEST_ALGORITHM, type PackDigestLimits } from './constants.js';
 import { PackDigestError } from './errors.js';
 import { hashRegularFileSync, type HashedFile } from './hash-file.js';
-import { HASH_BUFFER_BYTES, hashFilesInWorkers } from './hash-pool.js';
+import {
+  HASH_BUFFER_BYTES,
+  hashFilesInWorkers,
+  startHashingPool,
+  type HashingPool,
+} from './hash-pool.js';
 import { digestManifest, type PackManifestEntry } from './manifest.js';
 import { walkPack, type WalkedEntry } from './walk.js';
 
@@ -48,6 +53,8 @@ export interface ComputePackDigestOptions {
 // Below these, starting worker threads (~20 ms each) costs more than a second core saves.
 const PARALLEL_MIN_FILES = 2048;
 const PARALLEL_MIN_BYTES = 24 * 1024 * 1024;
+// Files listed per message to the hashing threads while the walk goes on.
+const HAND_OUT_EVERY_FILES = 512;
 // How much the calling thread hashes before yielding to the event loop.
 const YIELD_EVERY_BYTES = 4 * 1024 * 1024;
 const YIELD_EVERY_FILES = 64;
@@ -63,14 +70,15 @@ export async function computePackDigest(
   const limits: PackDigestLimits = { ...DEFAULT_DIGEST_LIMITS, ...options.limits };
   const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
   const { signal } = options;
+  const listing = listFilesToHash(threads, options.parallel ?? 'auto', signal);
   try {
     const resolvedRoot = resolveRoot(root);
-    const walked = await walkPack(resolvedRoot, limits, signal);
+    const walked = await walkPack(resolvedRoot, limits, signal, listing.add);
     const files = walked.filter((entry) => entry.kind === 'file');
     const links = walked.filter((entry) => entry.kind === 'symlink');
 
     const [fileHashes, linkEntries] = await Promise.all([
-      hashFiles(files, threads, options.parallel ?? 'auto', signal),
+      listing.hash(),
       Promise.all(links.map(hashSymlink)),
     ]);
 
@@ -105,6 +113,7 @@ export async function computePackDigest(
       root: resolvedRoot,
     };
   } catch (error) {
+    await listing.close();
     if (signal?.aborted) {
       throw new PackDigestError('ERR_DIGEST_ABORTED', 'computing the pack digest was aborted', {
         cause: signal.reason,
@@ -177,14 +186,50 @@ async function hashSymlink(entry: WalkedEntry): Promise<PackDigestEntry> {
   };
 }
 
+/**
+ * Collects the paths of the files the walk lists, in its order. Once the count alone says that
+ * threads pay (the rule `hashFiles` applies to the whole list), it starts the hashing threads
+ * and hands them the files listed so far, then more every `HAND_OUT_EVERY_FILES`, so that they
+ * boot and hash while the walk goes on: started after the walk, cold workers (~30–40 ms each)
+ * found the calling thread had hashed much of the list (issue 14). Small packs never start one.
+ */
+function listFilesToHash(
+  threads: number,
+  parallel: 'auto' | 'never' | 'always',
+  signal?: AbortSignal,
+): { add(absolutePath: string): void; hash(): Promise<HashedFile[]>; close(): Promise<void> } {
+  const paths: string[] = [];
+  // From this many files on, hashFiles would use `threads` threads whatever the rest of the list.
+  const startAt =
+    parallel === 'never' || threads < 2
+      ? Infinity
+      : Math.max(threads, parallel === 'always' ? 2 : PARALLEL_MIN_FILES);
+  let pool: HashingPool | undefined;
+  let handedOut = 0;
+  return {
+    add(absolutePath) {
+      paths.push(absolutePath);
+      if (pool === undefined && paths.length >= startAt) pool = startHashingPool(threads, signal);
+      if (pool !== undefined && paths.length - handedOut >= HAND_OUT_EVERY_FILES) {
+        pool.add(paths.slice(handedOut));
+        handedOut = paths.length;
+      }
+    },
+    hash: () =>
+      pool === undefined
+        ? hashFiles(paths, threads, parallel, signal)
+        : pool.finish(paths.slice(handedOut)),
+    close: async () => pool?.close(),
+  };
+}
+
 async function hashFiles(
-  files: readonly WalkedEntry[],
+  paths: readonly string[],
   threads: number,
   parallel: 'auto' | 'never' | 'always',
   signal?: AbortSignal,
 ): Promise<HashedFile[]> {
-  const paths = files.map((file) => file.absolutePath);
-  const mayUseThreads = parallel !== 'never' && threads > 1 && files.length > 1;
+  const mayUseThreads = parallel !== 'never' && threads > 1 && paths.length > 1;
   if (mayUseThreads && (parallel === 'always' || paths.length >= PARALLEL_MIN_FILES)) {
     return hashFilesInWorkers(paths, Math.min(threads, paths.length), signal);
   }

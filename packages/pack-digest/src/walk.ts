@@ -135,11 +135,14 @@ function ioError(error: unknown, path: string): PackDigestError {
 /**
  * Lists every regular file and symlink under `root` (already resolved, a directory), never
  * following symlinks, refusing what spec rule 3 refuses, within `limits`. Order is unspecified.
+ * `onFile` hears of each regular file as it is listed, in the order of the result, so that a
+ * caller can start reading files before the walk is over.
  */
 export async function walkPack(
   root: string,
   limits: PackDigestLimits,
   signal?: AbortSignal,
+  onFile?: (absolutePath: string) => void,
 ): Promise<WalkedEntry[]> {
   const entries: WalkedEntry[] = [];
   const queue: Folder[] = [{ absolutePath: root, path: '', pathBytes: 0, depth: 0 }];
@@ -221,6 +224,7 @@ export async function walkPack(
           );
         }
         entries.push({ absolutePath, path, kind });
+        if (kind === 'file') onFile?.(absolutePath);
       } else {
         throw new PackDigestError(
           'ERR_DIGEST_UNSUPPORTED_TYPE',
