@@ -3,7 +3,14 @@ import type { RunHandle, RunOptions, RunOutcome, RunRequest } from './client.js'
 import type { ClientChannel } from './client-channel.js';
 import { ClientRun } from './client-run.js';
 import { RunnerHostError, isRunnerHostError } from './errors.js';
-import type { FailedFrame, ResultFrame, RunEventFrame, WelcomeFrame } from './frames.js';
+import {
+  MAX_ID_CHARS,
+  isWireId,
+  type FailedFrame,
+  type ResultFrame,
+  type RunEventFrame,
+  type WelcomeFrame,
+} from './frames.js';
 
 export interface ClientRunTableOptions {
   channel: Pick<ClientChannel, 'isClosed' | 'send' | 'change'>;
@@ -35,6 +42,15 @@ export class ClientRunTable {
   start(request: RunRequest, runOptions: RunOptions): RunHandle {
     const { channel, welcome, onProtocolError, watch } = this.#options;
     const runId = request.runId ?? randomUUID();
+    if (!isWireId(runId)) {
+      // The host answers a run by its id and never cuts one to fit: a run sent with an id it
+      // cannot carry back would wait for an answer until the host is lost (README "Rules in
+      // detail", Run ids). Refused before anything is sent.
+      throw new RunnerHostError(
+        'ERR_INVALID_RUN_ID',
+        `runId must be a string of 1 to ${MAX_ID_CHARS} characters, not ${describeRunId(runId)}`,
+      );
+    }
     const run = new ClientRun(runId, runOptions, channel, onProtocolError);
     const handle = run.handle();
     if (this.#runs.has(runId)) {
@@ -138,6 +154,13 @@ function notSent(run: ClientRun, frameType: string, error: unknown): FailedFrame
       retryable: false,
     },
   };
+}
+
+/** A refused `runId` in an error message: its length, never its (possibly huge) text. */
+function describeRunId(runId: unknown): string {
+  return typeof runId === 'string'
+    ? `${runId.length} characters`
+    : `a value of type ${typeof runId}`;
 }
 
 function cancelledLocally(run: ClientRun): ResultFrame {

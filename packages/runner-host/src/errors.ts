@@ -12,6 +12,8 @@ export type RunnerHostErrorCode =
   | 'ERR_HANDSHAKE'
   /** The client already has a run with this `runId`. */
   | 'ERR_DUPLICATE_RUN'
+  /** A `runId` that is not a string of 1 to 256 characters: no host could answer the run by it. */
+  | 'ERR_INVALID_RUN_ID'
   /** The reason of an engine's abort signal once its run is cancelled or stopped. */
   | 'ERR_RUN_ENDED'
   /** A host child process could not be started. */

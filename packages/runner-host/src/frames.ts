@@ -6,10 +6,25 @@ export const SUPPORTED_PROTOCOLS: readonly number[] = [1];
 /** A frame (one JSON line, without its `\n`) is at most 16 MiB. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
+/**
+ * Characters (UTF-16 code units) of a `runId`, `engineId` or `questionId`, and of a string ping
+ * id: README "Frames" (`runId` 1–256 chars) and "Rules in detail", Run ids.
+ */
+export const MAX_ID_CHARS = 256;
+
 // Objects strip unknown fields instead of rejecting them: unknown fields are ignored, never fatal.
-const id = z.string().min(1).max(256);
+const id = z.string().min(1).max(MAX_ID_CHARS);
 const seq = z.number().int().positive();
-const pingId = z.union([z.string().max(256), z.number()]);
+const pingId = z.union([z.string().max(MAX_ID_CHARS), z.number()]);
+
+/**
+ * Whether `value` can be a run's id on the wire (a string of 1 to {@link MAX_ID_CHARS}
+ * characters). The client refuses any other `runId` before sending it and the host never cuts
+ * one to fit: both ends check with this one schema (README "Rules in detail", Run ids).
+ */
+export function isWireId(value: unknown): value is string {
+  return id.safeParse(value).success;
+}
 
 /** Wire codes carried by `failed.error.code`, `fatal.code`, `warning.code` and `log.code`. */
 export const WIRE_ERROR_CODES = [

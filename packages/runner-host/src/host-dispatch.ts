@@ -2,7 +2,7 @@ import { parseDriverFrame, type DriverFrame, type HelloFrame, type RunFrame } fr
 import type { RunnerHostExit } from './host.js';
 import type { HostHandshake } from './host-handshake.js';
 import type { HostTransport } from './host-transport.js';
-import type { RunAdmission } from './run-admission.js';
+import type { InvalidRunVerdict, RunAdmission } from './run-admission.js';
 import type { RunSupervisor } from './run-supervisor.js';
 
 export interface HostDispatchParts<TRuntime> {
@@ -33,12 +33,13 @@ export class HostDispatcher<TRuntime> {
     const parsed = parseDriverFrame(value);
     if (parsed.kind === 'unknown') return;
     if (parsed.kind === 'invalid') {
-      const runId = parsed.type === 'run' ? admission.admitInvalid(value) : undefined;
-      if (runId !== undefined) {
-        this.#refuse(runId, 'invalid_frame', `invalid "run" frame: ${parsed.issues}`);
+      const verdict: InvalidRunVerdict =
+        parsed.type === 'run' ? admission.admitInvalid(value) : { kind: 'log' };
+      if (verdict.kind === 'refuse') {
+        this.#refuse(verdict.runId, 'invalid_frame', `invalid "run" frame: ${parsed.issues}`);
       } else {
         const message = `invalid ${JSON.stringify(parsed.type)} frame ignored: ${parsed.issues}`;
-        transport.log('warn', message, 'invalid_frame');
+        transport.log('warn', message, 'invalid_frame', verdict.runId);
       }
       return;
     }

@@ -103,15 +103,22 @@ export class HostTransport {
       message: secrets.scrubText(capString(message, HOST_LIMITS.textFieldChars)),
     };
     if (code !== undefined) entry.code = code;
-    if (runId !== undefined) entry.runId = runId;
+    // A run id may be the driver's text echoed back (an invalid `run` frame's): scrubbed too.
+    if (runId !== undefined) entry.runId = secrets.scrubText(runId);
     try {
       logger?.(entry);
     } catch {
       // A broken logger must not take the session down.
     }
     // Logs are the one frame kind that may be dropped: a driver that floods the host with
-    // garbage and does not read must not grow our memory.
-    if (this.#writer.bufferedBytes < highWaterBytes) this.#writer.write({ type: 'log', ...entry });
+    // garbage and does not read must not grow our memory, and a log over the frame cap (a
+    // long message under a small `maxFrameBytes`) must not throw into the driver's input.
+    if (this.#writer.bufferedBytes >= highWaterBytes) return;
+    try {
+      this.#writer.write({ type: 'log', ...entry });
+    } catch {
+      // Dropped, like a log while the output is backed up.
+    }
   };
 
   /** Queues a frame; one that cannot be encoded (over the cap) is dropped and logged. */

@@ -1,5 +1,6 @@
 import type { RunnerEngine } from './engine.js';
-import type { RunFrame, WireError } from './frames.js';
+import { isWireId, type RunFrame, type WireError } from './frames.js';
+import { HOST_LIMITS } from './host-limits.js';
 import { MAX_RUN_SECRETS, type SecretSet } from './redactor.js';
 import { RunIdMemory } from './run-ids.js';
 import {
@@ -25,6 +26,13 @@ export type Admission<TRuntime> =
   | { kind: 'reject'; error: WireError }
   /** Drop it: its id was used already (`warning` says why when the driver should hear of it). */
   | { kind: 'ignore'; warning?: { code: string; message: string } };
+
+/** The verdict on a `run` frame that failed validation. */
+export type InvalidRunVerdict =
+  /** Refuse it with one `failed{code:"invalid_frame"}` (`seq: 1`) under this id. */
+  | { kind: 'refuse'; runId: string }
+  /** Only log it (`invalid_frame`); `runId`, when given, is the frame's id exactly as sent. */
+  | { kind: 'log'; runId?: string };
 
 /**
  * Decides which `run` frames a session runs (README "Rules in detail", Admission and Secrets):
@@ -96,15 +104,26 @@ export class RunAdmission<TRuntime> {
   }
 
   /**
-   * A `run` frame that failed validation: returns the run id to refuse with `invalid_frame`, or
-   * `undefined` when it has no usable id or one already seen (the frame is then only logged).
+   * A `run` frame that failed validation: refused under its id when that is a valid id not seen
+   * before, else only logged. An id no run frame can carry (empty, over `MAX_ID_CHARS`) is never
+   * cut to fit: a `failed` for an id the driver did not send settles nothing, and would block
+   * that shorter id for the session. The log names it as sent, for the driver to match
+   * (README "Rules in detail", Run ids), unless it is over the host's cap on ids it sends.
    */
-  admitInvalid(value: Record<string, unknown>): string | undefined {
-    const runId = typeof value.runId === 'string' ? value.runId.slice(0, 256) : undefined;
-    if (runId === undefined || runId === '' || this.seen(runId)) return undefined;
+  admitInvalid(value: Record<string, unknown>): InvalidRunVerdict {
+    const { runId } = value;
+    if (isWireId(runId)) {
+      if (this.seen(runId)) return { kind: 'log' };
+      this.#rememberSecrets(value);
+      this.#runIds.remember(runId);
+      return { kind: 'refuse', runId };
+    }
+    if (typeof runId !== 'string' || runId.length > HOST_LIMITS.nameFieldChars) {
+      return { kind: 'log' };
+    }
+    // Learned before the log echoes the id: it is the driver's text, and may hold a secret.
     this.#rememberSecrets(value);
-    this.#runIds.remember(runId);
-    return runId;
+    return { kind: 'log', runId };
   }
 
   #reject(runId: string, code: string, message: string, retryable = false): Admission<TRuntime> {

@@ -4,6 +4,7 @@ import {
   RunnerHostError,
   connectRunner,
   connectRunnerSocket,
+  encodeFrame,
   spawnRunner,
   type RunEvent,
   type RunnerClient,
@@ -107,6 +108,29 @@ describe('connectRunner over a child process', () => {
     );
     expect(await first.outcome).toMatchObject({ type: 'result' });
     await client.shutdown();
+  });
+
+  it('refuses a runId no host can answer by with ERR_INVALID_RUN_ID, sending nothing; 256 characters run', async () => {
+    // README "Rules in detail", Run ids: 1–256 characters, the limit the host applies.
+    const { client, child } = spawnHost();
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    for (const runId of ['', 'r'.repeat(257), 42 as never]) {
+      expect(() => client.run({ runId, message: 'x' })).toThrow(
+        expect.objectContaining({ code: 'ERR_INVALID_RUN_ID' }),
+      );
+    }
+    const longest = 'r'.repeat(256);
+    expect(await client.run({ runId: longest, message: 'x' }).outcome).toMatchObject({
+      type: 'result',
+      runId: longest,
+      stopReason: 'end_turn',
+    });
+    await client.shutdown();
+    await new Promise((resolve) => child.once('close', resolve));
+    // The host logs every frame it refuses (test/hosts/host.mjs): it saw none of the three.
+    expect(stderr).toContain('done {"reason":"shutdown"}');
+    expect(stderr).not.toContain('invalid_frame');
   });
 
   it('declines questions when no onQuestion is given', async () => {
@@ -248,9 +272,11 @@ describe('connectRunner: frames the client cannot send (README "Frames the clien
 
   it('ends a run whose cancel frame cannot be sent with failed{frame_too_large}', async () => {
     // A JavaScript caller's request without `message`: its run frame is three bytes shorter than
-    // its cancel frame, so a runId of the right length lets the run out and not the cancel.
-    const runId = 'r'.repeat(maxFrameBytes - JSON.stringify({ type: 'run', runId: '' }).length);
-    const { client } = spawnCapped();
+    // its cancel frame, so a cap of exactly its run frame lets the run out and not the cancel.
+    // The longest runId (README "Rules in detail", Run ids) of characters JSON escapes (README
+    // "The protocol", Writers) makes that cap large enough for the handshake.
+    const runId = '\u2028'.repeat(256);
+    const { client } = spawnHost({}, undefined, encodeFrame({ type: 'run', runId }).length - 1);
     await client.welcome;
     const controller = new AbortController();
     const handle = client.run(

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EngineLifecycle } from '../src/engine-lifecycle.js';
+import { MAX_ID_CHARS } from '../src/frames.js';
 import { HostHandshake } from '../src/host-handshake.js';
+import { HOST_LIMITS } from '../src/host-limits.js';
 import { MAX_RUN_SECRETS, SecretSet, type RunFrame, type RunnerEngine } from '../src/index.js';
 import { RunAdmission } from '../src/run-admission.js';
 import { ManualTimers, deferred } from './helpers.js';
@@ -138,12 +140,32 @@ describe('RunAdmission', () => {
 
   it('names the run of an invalid run frame once, when it has a usable id', () => {
     const { admission, learned } = setup();
-    expect(admission.admitInvalid({ runId: 'r1', message: 42, modelToken: token })).toBe('r1');
+    expect(admission.admitInvalid({ runId: 'r1', message: 42, modelToken: token })).toEqual({
+      kind: 'refuse',
+      runId: 'r1',
+    });
     expect(learned(token)).toBe(true);
-    expect(admission.admitInvalid({ runId: 'r1' })).toBeUndefined();
-    expect(admission.admitInvalid({ runId: '' })).toBeUndefined();
-    expect(admission.admitInvalid({ runId: 7 })).toBeUndefined();
-    expect(admission.admitInvalid({ runId: 'x'.repeat(300) })).toBe('x'.repeat(256));
+    expect(admission.admitInvalid({ runId: 'r1' })).toEqual({ kind: 'log' });
+    expect(admission.admitInvalid({ runId: 7 })).toEqual({ kind: 'log' });
+  });
+
+  it('never cuts an id that no run frame can carry: logs it as sent, and keeps the shorter id free', () => {
+    const { admission, learned } = setup();
+    const long = 'x'.repeat(MAX_ID_CHARS + 1);
+    expect(admission.admitInvalid({ runId: long, modelToken: token })).toEqual({
+      kind: 'log',
+      runId: long,
+    });
+    // The log echoes the driver's text: its secrets are learned first.
+    expect(learned(token)).toBe(true);
+    expect(admission.admitInvalid({ runId: '' })).toEqual({ kind: 'log', runId: '' });
+    // Over the host's cap on ids it sends: logged without the id.
+    expect(admission.admitInvalid({ runId: 'y'.repeat(HOST_LIMITS.nameFieldChars + 1) })).toEqual({
+      kind: 'log',
+    });
+    const prefix = long.slice(0, MAX_ID_CHARS);
+    expect(admission.seen(prefix)).toBe(false);
+    expect(admission.admit(run(prefix), ready)).toMatchObject({ kind: 'start' });
   });
 });
 

@@ -360,6 +360,44 @@ describe('startRunnerHost', () => {
     await peer.close();
   });
 
+  it('never cuts a runId no frame can carry: names it as sent in log{invalid_frame}, keeps the cut id free', async () => {
+    // README "Rules in detail", Run ids: a `run` frame's `runId` is 1–256 characters.
+    const entries: RunnerHostLogEntry[] = [];
+    const harness = await serve({
+      engine: engine('e', async (_m, _o, emitter) => emitter.text('ran')),
+      logger: (entry) => void entries.push(entry),
+    });
+    const peer = await RawPeer.open({ socket: harness.socketPath }, { recordRaw: true });
+    await peer.hello();
+    const longest = 'r'.repeat(256);
+    const tooLong = `${longest}+`;
+    await peer.send({ type: 'run', runId: tooLong, message: 'x' });
+    const log = await peer.waitFor(
+      (f) => f.type === 'log' && f.code === 'invalid_frame',
+      5000,
+      'the log refusing the frame',
+    );
+    expect(log).toMatchObject({ level: 'warn', runId: tooLong });
+    expect(entries).toContainEqual(
+      expect.objectContaining({ code: 'invalid_frame', runId: tooLong }),
+    );
+    // The echoed id is the driver's text: a secret of the frame in it is scrubbed like any other.
+    const token = 'sk-in-a-long-run-id';
+    await peer.send({ type: 'run', runId: `${tooLong}${token}`, message: 'x', modelToken: token });
+    // Nothing answers the id cut to 256 characters, which is still free for a run of its own.
+    await peer.send({ type: 'run', runId: longest, message: 'x' });
+    await peer.waitFor((f) => f.runId === longest && f.type === 'result', 5000, 'the result');
+    expect(peer.runFrames(longest).map((f) => f.type)).toEqual(['accepted', 'text', 'result']);
+    expect(peer.frames.filter((f) => f.type === 'failed')).toEqual([]);
+    expect(peer.frames.filter((f) => f.type === 'log').map((f) => f.runId)).toEqual([
+      tooLong,
+      `${tooLong}[redacted]`,
+    ]);
+    expect(peer.raw.toString()).not.toContain(token);
+    expect(JSON.stringify(entries)).not.toContain(token);
+    await peer.close();
+  });
+
   it('stops reading a driver that sends without reading, and loses none of its replies', async () => {
     const harness = await serve({
       engine: engine('e', async () => {}),
