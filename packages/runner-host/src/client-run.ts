@@ -116,7 +116,8 @@ export class ClientRun {
         try {
           decline();
         } catch {
-          // The channel is gone: the run ends with host_lost.
+          // Even the decline is over the cap (ids that grow when escaped, from a hostile host):
+          // the host's question runs to its timeout. Nothing here may throw.
         }
       });
   }

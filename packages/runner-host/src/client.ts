@@ -12,6 +12,7 @@ import type {
   HostFrame,
   LogFrame,
   PeerInfo,
+  PingFrame,
   QuestionFrame,
   ResultFrame,
   RunEventFrame,
@@ -150,7 +151,15 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
     channel.finishClose();
   }
 
-  const targets: FrameTargets = { handshake, liveness, runs, channel, lose, onLog: options.onLog };
+  const targets: FrameTargets = {
+    handshake,
+    liveness,
+    runs,
+    channel,
+    lose,
+    onLog: options.onLog,
+    onProtocolError,
+  };
   channel.read((frame) => routeHostFrame(frame, targets));
   channel.send(handshake.hello(options));
   liveness.arm();
@@ -178,6 +187,7 @@ interface FrameTargets {
   channel: ClientChannel;
   lose: (reason: string) => void;
   onLog: ((frame: LogFrame) => void) | undefined;
+  onProtocolError: ((message: string) => void) | undefined;
 }
 
 /** Hands each host frame to the unit that answers it. */
@@ -189,9 +199,7 @@ function routeHostFrame(frame: HostFrame, to: FrameTargets): void {
       to.handshake.refuse(frame);
       return to.lose(`host sent fatal ${frame.code}: ${frame.message}`);
     case 'ping':
-      return to.channel.send(
-        frame.id !== undefined ? { type: 'pong', id: frame.id } : { type: 'pong' },
-      );
+      return answerPing(frame, to);
     case 'pong':
       return to.liveness.pong(frame);
     case 'log':
@@ -200,6 +208,20 @@ function routeHostFrame(frame: HostFrame, to: FrameTargets): void {
       return;
     default:
       return to.runs.route(frame);
+  }
+}
+
+/**
+ * Answers the host's `ping` with a `pong` echoing its id. This runs inside the input handler,
+ * where a throw would be uncaught: a pong over `maxFrameBytes` (an id that grows when escaped,
+ * from a hostile host) is not sent but reported as a protocol error, and reading goes on
+ * (README "Frames the client cannot send").
+ */
+function answerPing(frame: PingFrame, to: FrameTargets): void {
+  try {
+    to.channel.send(frame.id !== undefined ? { type: 'pong', id: frame.id } : { type: 'pong' });
+  } catch (error) {
+    to.onProtocolError?.(`ping not answered: ${(error as Error).message}`);
   }
 }
 

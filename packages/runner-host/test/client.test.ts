@@ -9,7 +9,7 @@ import {
   type RunEvent,
   type RunnerClient,
 } from '../src/index.js';
-import { hostScript, startSocketHost, type SocketHost } from './helpers.js';
+import { deferred, hostScript, startSocketHost, type SocketHost } from './helpers.js';
 
 const script = (...steps: object[]) => JSON.stringify({ script: steps });
 
@@ -306,6 +306,47 @@ describe('connectRunner: frames the client cannot send (README "Frames the clien
     });
     expect(await handle.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
     await client.shutdown();
+  });
+});
+
+describe('connectRunner against a hostile host', () => {
+  it('does not answer a ping whose pong is over maxFrameBytes: reported, never thrown, reads on', async () => {
+    // After its welcome, the host pings with an id of 256 U+2028: 3 bytes each in its ping, 6
+    // each once the pong escapes them (README "The protocol", Writers). Then an ordinary ping,
+    // and a log listing the pongs it got.
+    const hostile = `
+      const send = (frame) => process.stdout.write(JSON.stringify(frame) + '\\n');
+      const pongs = [];
+      require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+        const frame = JSON.parse(line);
+        if (frame.type === 'hello') {
+          send({ type: 'welcome', protocol: 1, host: { name: 'hostile' }, engines: [], capabilities: {} });
+          send({ type: 'ping', id: '\\u2028'.repeat(256) });
+          send({ type: 'ping', id: 'after' });
+        } else if (frame.type === 'pong') {
+          pongs.push(frame.id);
+          if (frame.id === 'after') send({ type: 'log', level: 'info', message: JSON.stringify(pongs) });
+        }
+      });`;
+    const child = spawn(process.execPath, ['-e', hostile], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const protocolErrors: string[] = [];
+    const log = deferred<string>();
+    const client = connectRunner({
+      input: child.stdout,
+      output: child.stdin,
+      maxFrameBytes: 1024,
+      onProtocolError: (message) => void protocolErrors.push(message),
+      onLog: (frame) => log.resolve(frame.message),
+    });
+    expect(JSON.parse(await log.promise)).toEqual(['after']);
+    expect(protocolErrors).toEqual([
+      expect.stringMatching(
+        /^ping not answered: frame of type "pong" is \d+ bytes, over the 1024-byte cap$/,
+      ),
+    ]);
+    client.close();
+    await client.closed;
+    child.kill('SIGKILL');
   });
 });
 
