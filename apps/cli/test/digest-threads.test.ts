@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import {
   closeSync,
   ftruncateSync,
+  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -85,6 +86,24 @@ function largePack(): string {
   return dir;
 }
 
+/**
+ * A pack over the 2,048-file mark for threads: pack-digest starts them while the walk is still
+ * listing files and hands them the files in messages of 512, the last with the rest.
+ */
+function manyFilesPack(count: number): string {
+  const dir = tempDir();
+  writeFileSync(
+    join(dir, 'agent.yaml'),
+    'apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: many, version: 1.0.0}\n',
+  );
+  for (let folder = 0; folder * 100 < count; folder++) {
+    mkdirSync(join(dir, `d${folder}`));
+    for (let i = folder * 100; i < Math.min(count, (folder + 1) * 100); i++)
+      writeFileSync(join(dir, `d${folder}`, `f${i}.txt`), `file ${i}\n`);
+  }
+  return dir;
+}
+
 describe('pack digest from the bundled CLI (issue 14)', () => {
   test('a large pack is hashed on worker threads too, to the library digest', async () => {
     const dir = largePack();
@@ -104,6 +123,26 @@ describe('pack digest from the bundled CLI (issue 14)', () => {
       // shows as speed in bench/digest (against sha256sum), not as an assertion here.
       expect(run.workers).toHaveLength(Math.min(availableParallelism(), 7) - 1);
       expect(run.handled).toEqual(run.workers.map(() => 1));
+    } else {
+      expect(run.workers).toEqual([]);
+    }
+  });
+
+  test('a pack of many small files is handed to workers started during the walk', async () => {
+    // 2,600 files and agent.yaml: handed out at 2,048 and 2,560 files listed, then the last 41.
+    const dir = manyFilesPack(2600);
+    const run = digestUnderCoverage(dir);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const { digest } = await computePackDigest(dir);
+    expect(run.stdout).toBe(`${digest}  many@1.0.0\n`);
+    // No count of hashRegularFileSync runs here: over thousands of calls V8 optimises it, and
+    // coverage counts of optimised code are not exact. The handler runs three times, exactly.
+    if (availableParallelism() > 1) {
+      // Every worker started from the bundle and handled the three messages, whatever share of
+      // the files it won: the first two arrived while the walk was still listing files.
+      expect(run.workers).toHaveLength(availableParallelism() - 1);
+      expect(run.handled).toEqual(run.workers.map(() => 3));
     } else {
       expect(run.workers).toEqual([]);
     }
