@@ -62,6 +62,24 @@ const bundle: Options = {
   },
   esbuildPlugins: [
     {
+      // Commander requires node:child_process when it loads, for executable subcommands, which
+      // packwarden has none of: loading it (with node:dgram behind it) was ~0.5 ms of every
+      // start-up (bench/README.md, "CLI start-up"). Commander gets a `spawn` that requires the
+      // real module when called.
+      name: 'packwarden-lazy-child-process',
+      setup(build) {
+        build.onResolve({ filter: /^node:child_process$/ }, (args) =>
+          /[\\/]commander[\\/]lib[\\/]command\.js$/.test(args.importer)
+            ? { path: args.path, namespace: 'packwarden-lazy-child-process' }
+            : undefined,
+        );
+        build.onLoad({ filter: /.*/, namespace: 'packwarden-lazy-child-process' }, () => ({
+          contents: "exports.spawn = (...args) => require('node:child_process').spawn(...args);",
+          loader: 'js',
+        }));
+      },
+    },
+    {
       name: 'packwarden-engine-sdks',
       setup(build) {
         build.onResolve({ filter: ENGINE_SDKS }, (args) => ({
@@ -88,7 +106,30 @@ const bundle: Options = {
 };
 
 /**
- * Builds `dist/cli.cjs`, stamps it with a build id, and has a child Node run from it, in-process,
+ * `dist/bin.js`, the executable: a small loader for dist/cli.cjs, built on its own (no code
+ * splitting, no banner) so that it imports Node built-ins only. Built with the library entry, it
+ * imported a chunk of esbuild helpers it does not use: one more file to resolve and load before
+ * anything runs.
+ */
+const executable: Options = {
+  ...shared,
+  config: false,
+  entry: { bin: 'src/bin.ts' },
+  format: ['esm'],
+  splitting: false,
+  sourcemap: true,
+  clean: false,
+  dts: false,
+  silent: true,
+  define: {
+    __PACKWARDEN_BUNDLE_HEAD__: JSON.stringify(BUNDLE_WRAPPER.head),
+    __PACKWARDEN_BUNDLE_TAIL__: JSON.stringify(BUNDLE_WRAPPER.tail),
+    __PACKWARDEN_CACHE_MAGIC__: JSON.stringify(CACHE_MAGIC),
+  },
+};
+
+/**
+ * Builds `dist/cli.cjs` and `dist/bin.js`, stamps the bundle with a build id, and has a child Node run from it, in-process,
  * the command whose start-up matters most (`pack verify`, on a copy of the example pack signed
  * with a temp key) and `--help`, then write the V8 code cache of everything they compiled next
  * to it (only those: a larger cache costs every command more to load). Made
@@ -96,7 +137,7 @@ const bundle: Options = {
  * pack can write feeds code that runs.
  */
 async function buildBundleWithCodeCache(): Promise<void> {
-  await build(bundle);
+  await Promise.all([build(bundle), build(executable)]);
   const source = readFileSync('dist/cli.cjs');
   const buildId = createHash('sha256').update(source).digest('hex');
   appendFileSync('dist/cli.cjs', `//# packwardenBuild=${buildId}\n`);
@@ -158,9 +199,8 @@ writeFileSync(dist + '/cli.cjs.cache', Buffer.concat([Buffer.from(${JSON.stringi
 
 export default defineConfig({
   ...shared,
-  // index.ts: the library entry (ES modules, split by command so importers load only what they
-  // use). bin.ts: the executable, a small loader for dist/cli.cjs.
-  entry: ['src/index.ts', 'src/bin.ts'],
+  // The library entry: ES modules, split by command so importers load only what they use.
+  entry: ['src/index.ts'],
   format: ['esm'],
   // Commander's types are inlined: consumers do not install the bundled commander (TS2307).
   dts: { entry: 'src/index.ts', resolve: ['commander'] },
@@ -169,10 +209,6 @@ export default defineConfig({
   splitting: true,
   noExternal: [/^(?!@anthropic-ai\/claude-agent-sdk|@openai\/codex-sdk)/],
   external: ['@anthropic-ai/claude-agent-sdk', '@openai/codex-sdk'],
-  define: {
-    __PACKWARDEN_BUNDLE_WRAPPER__: JSON.stringify(BUNDLE_WRAPPER),
-    __PACKWARDEN_CACHE_MAGIC__: JSON.stringify(CACHE_MAGIC),
-  },
   banner: {
     // Some bundled dependencies are CommonJS and call require() for Node built-ins.
     js: "import { createRequire as __packwardenCreateRequire } from 'node:module'; const require = __packwardenCreateRequire(import.meta.url);",

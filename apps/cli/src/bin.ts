@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { Script } from 'node:vm';
 import { crc32 } from 'node:zlib';
 import type * as Cli from './index.js';
 
 // Set by tsup.config.ts, which makes dist/cli.cjs and its code cache with the same values.
-declare const __PACKWARDEN_BUNDLE_WRAPPER__: { head: string; tail: string };
+declare const __PACKWARDEN_BUNDLE_HEAD__: string;
+declare const __PACKWARDEN_BUNDLE_TAIL__: string;
 declare const __PACKWARDEN_CACHE_MAGIC__: string;
 
 // A reader that closed early (`packwarden … | head`) is not an error worth a stack trace.
@@ -39,23 +39,28 @@ zodGlobal.__zod_globalConfig = { ...zodGlobal.__zod_globalConfig, jitless: true 
  * same behaviour.
  */
 function loadProgram(): typeof Cli {
-  const bundle = new URL('./cli.cjs', import.meta.url);
-  const filename = fileURLToPath(bundle);
+  const dirname = import.meta.dirname;
+  const filename = `${dirname}/cli.cjs`;
   // esbuild writes ASCII only (non-ASCII characters are escaped), so latin1 decodes it exactly
   // and more cheaply than UTF-8.
   const source = readFileSync(filename, 'latin1');
-  const script = new Script(
-    __PACKWARDEN_BUNDLE_WRAPPER__.head + source + __PACKWARDEN_BUNDLE_WRAPPER__.tail,
-    { filename, cachedData: readCodeCache(new URL('./cli.cjs.cache', import.meta.url), source) },
-  );
+  const script = new Script(__PACKWARDEN_BUNDLE_HEAD__ + source + __PACKWARDEN_BUNDLE_TAIL__, {
+    filename,
+    cachedData: readCodeCache(`${dirname}/cli.cjs.cache`, source),
+  });
+  // The bundle requires Node built-ins only (everything else is bundled): they come straight
+  // from process.getBuiltinModule, without the CommonJS resolver createRequire sets up.
+  let resolver: NodeJS.Require | undefined;
+  const bundleRequire = (id: string): unknown =>
+    process.getBuiltinModule(id) ?? (resolver ??= createRequire(filename))(id);
   const module = { exports: {} as typeof Cli };
   (script.runInThisContext() as (...args: unknown[]) => void)(
     module.exports,
-    createRequire(filename),
+    bundleRequire,
     module,
     filename,
-    fileURLToPath(new URL('.', bundle)),
-    bundle.href,
+    dirname,
+    new URL('./cli.cjs', import.meta.url).href,
     (specifier: string) => import.meta.resolve(specifier),
     (specifier: string) => import(specifier),
   );
@@ -68,7 +73,7 @@ function loadProgram(): typeof Cli {
  * source's length: it runs damaged data (a torn copy, a flipped bit) and crashes, so a cache that
  * was not written whole by the build is never handed to it.
  */
-function readCodeCache(cache: URL, source: string): Buffer | undefined {
+function readCodeCache(cache: string, source: string): Buffer | undefined {
   const buildId = /packwardenBuild=([0-9a-f]{64})\n$/.exec(source.slice(-100))?.[1];
   if (buildId === undefined) return undefined;
   let file: Buffer;
