@@ -1,21 +1,59 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
+import { fstatSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Script } from 'node:vm';
 import { crc32 } from 'node:zlib';
 import type * as Cli from './index.js';
+import { PipeOutput } from './pipe-output.js';
 
 // Set by tsup.config.ts, which makes dist/cli.cjs and its code cache with the same values.
 declare const __PACKWARDEN_BUNDLE_HEAD__: string;
 declare const __PACKWARDEN_BUNDLE_TAIL__: string;
 declare const __PACKWARDEN_CACHE_MAGIC__: string;
 
-// A reader that closed early (`packwarden … | head`) is not an error worth a stack trace.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw error;
-  });
+type ProcessStreamName = 'stdout' | 'stderr';
+
+/**
+ * A reader that closed early (`packwarden … | head`) is not an error worth a stack trace. Each of
+ * `process.stdout` and `process.stderr` gets that handler when it is first read, by whoever reads
+ * it: making both here just to add it would build a net.Socket on a pipe (see PipeOutput).
+ * `madeStreams` holds the ones made so far.
+ */
+const madeStreams: Partial<Record<ProcessStreamName, NodeJS.WriteStream>> = {};
+for (const name of ['stdout', 'stderr'] as const) {
+  const make = Object.getOwnPropertyDescriptor(process, name)?.get;
+  const withHandler = (stream: NodeJS.WriteStream) => {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw error;
+    });
+    return (madeStreams[name] = stream);
+  };
+  if (make === undefined) withHandler(process[name]);
+  else
+    Object.defineProperty(process, name, {
+      configurable: true,
+      enumerable: true,
+      get: () => madeStreams[name] ?? withHandler(make.call(process) as NodeJS.WriteStream),
+    });
+}
+
+/**
+ * Where a command writes: Node's stream, except on a pipe or a socket (`| head`, a CI log, a
+ * parent process), where a {@link PipeOutput} writes the descriptor itself. `sandbox` commands
+ * own the process's streams: the sandbox sends what is written to `process.stdout` to stderr,
+ * and `packwarden sandbox` refuses any other stdout (commands/sandbox/serve.ts).
+ */
+function processOutput(name: ProcessStreamName, fd: number, argv: readonly string[]) {
+  let pipe = false;
+  try {
+    const stat = fstatSync(fd);
+    pipe = argv[0] !== 'sandbox' && (stat.isFIFO() || stat.isSocket());
+  } catch {
+    // No such descriptor, or not one fstat can describe: Node's stream decides what to do.
+  }
+  if (!pipe) return process[name];
+  return new PipeOutput(fd, { current: () => madeStreams[name], create: () => process[name] });
 }
 
 // One CLI process validates a handful of documents: zod's code-generating fast path costs more
@@ -91,5 +129,12 @@ function readCodeCache(cache: string, source: string): Buffer | undefined {
   return crc32(data) === Number.parseInt(header[3]!, 16) ? data : undefined;
 }
 
-const { run, processIo } = loadProgram();
-process.exitCode = await run(process.argv.slice(2), processIo());
+const { run } = loadProgram();
+const argv = process.argv.slice(2);
+// What processIo() returns, with pipe and socket outputs written as above.
+process.exitCode = await run(argv, {
+  stdout: processOutput('stdout', 1, argv),
+  stderr: processOutput('stderr', 2, argv),
+  env: process.env,
+  cwd: process.cwd(),
+});

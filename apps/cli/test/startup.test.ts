@@ -1,8 +1,20 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  cpSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { cleanTemps, copyOfExample, examplePack, tempDir } from './helpers.js';
+import { PipeOutput } from '../src/pipe-output.js';
+import { cleanTemps, cli, copyOfExample, examplePack, repoRoot, tempDir } from './helpers.js';
 
 const bin = new URL('../dist/bin.js', import.meta.url).pathname;
 afterEach(cleanTemps);
@@ -226,4 +238,216 @@ syncBuiltinESMExports();\n`,
       expect.arrayContaining(['dist/bin.js', 'dist/cli.cjs', 'dist/cli.cjs.cache']),
     );
   }, 60_000);
+});
+
+describe("output on a pipe or a socket: written to the descriptor, Node's stream only if refused", () => {
+  /** A named pipe, both ends open and non-blocking. */
+  function namedPipe() {
+    const path = join(tempDir(), 'fifo');
+    const made = spawnSync('mkfifo', [path]);
+    expect(made.status, made.stderr?.toString()).toBe(0);
+    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    const fds = [reader, writer];
+    const drain = () => {
+      const chunks: Buffer[] = [];
+      const buffer = Buffer.alloc(65536);
+      for (;;) {
+        let read: number;
+        try {
+          read = readSync(reader, buffer);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+          throw error;
+        }
+        if (read === 0) break;
+        chunks.push(Buffer.from(buffer.subarray(0, read)));
+      }
+      return Buffer.concat(chunks).toString('utf8');
+    };
+    /** Writes until the pipe refuses, then reads `room` bytes back: `room` bytes are free. */
+    const fill = (room = 0) => {
+      try {
+        for (;;) writeSync(writer, Buffer.alloc(4096, 0x2e));
+      } catch (error) {
+        expect((error as NodeJS.ErrnoException).code).toBe('EAGAIN');
+      }
+      if (room > 0) expect(readSync(reader, Buffer.alloc(room))).toBe(room);
+    };
+    return { reader, writer, drain, fill, close: () => fds.splice(0).forEach(closeSync) };
+  }
+
+  /** Node's stream as a PipeOutput sees it: what it was given, and whether it was made. */
+  function nodeStream(existing = false) {
+    const seen = { made: existing, text: '' };
+    const stream = { write: (chunk: Uint8Array | string) => (seen.text += chunk.toString()) };
+    return {
+      seen,
+      access: {
+        current: () => (seen.made ? stream : undefined),
+        create: () => ((seen.made = true), stream),
+      },
+    };
+  }
+
+  test("writes go to the descriptor while it takes them; Node's stream is never made", () => {
+    const pipe = namedPipe();
+    try {
+      const node = nodeStream();
+      const output = new PipeOutput(pipe.writer, node.access);
+      output.write('verified  hello-pack@0.1.0  ');
+      output.write('signed by é\n');
+      expect(pipe.drain()).toBe('verified  hello-pack@0.1.0  signed by é\n');
+      expect(node.seen).toEqual({ made: false, text: '' });
+    } finally {
+      pipe.close();
+    }
+  });
+
+  test("a full non-blocking pipe: what it refused, and every later write, go to Node's stream in order", () => {
+    const pipe = namedPipe();
+    try {
+      // One free page: a write larger than a page goes in part (Linux writes what fits).
+      pipe.fill(4096);
+      const node = nodeStream();
+      const output = new PipeOutput(pipe.writer, node.access);
+      const text = Array.from({ length: 600 }, (_, i) => `line ${i}`).join('\n');
+      output.write(text);
+      const direct = pipe.drain().replace(/^\.+/, '');
+      expect(direct.length).toBeGreaterThan(0);
+      expect(node.seen.made).toBe(true);
+      expect(node.seen.text.length).toBeGreaterThan(0);
+      expect(direct + node.seen.text).toBe(text);
+      // The pipe has room again: the stream keeps the writes all the same, so none overtakes it.
+      output.write('abc');
+      expect(node.seen.text.endsWith('abc')).toBe(true);
+      expect(pipe.drain()).toBe('');
+    } finally {
+      pipe.close();
+    }
+  });
+
+  test("a reader that closed (EPIPE): the bytes go to Node's stream, whose error bin.ts handles", () => {
+    const pipe = namedPipe();
+    try {
+      closeSync(pipe.reader);
+      const node = nodeStream();
+      new PipeOutput(pipe.writer, node.access).write('{"schemaVersion":1}\n');
+      expect(node.seen).toEqual({ made: true, text: '{"schemaVersion":1}\n' });
+    } finally {
+      closeSync(pipe.writer);
+    }
+  });
+
+  test("once something made Node's stream, every write goes through it", () => {
+    const pipe = namedPipe();
+    try {
+      const node = nodeStream(true);
+      new PipeOutput(pipe.writer, node.access).write('x\n');
+      expect(node.seen.text).toBe('x\n');
+      expect(pipe.drain()).toBe('');
+    } finally {
+      pipe.close();
+    }
+  });
+
+  /** Runs the binary with a probe that lists, in `file`, the Node modules loaded by exit. */
+  function probeModules() {
+    const dir = tempDir();
+    const file = join(dir, 'modules.json');
+    const probe = join(dir, 'probe.cjs');
+    writeFileSync(
+      probe,
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(file)}, JSON.stringify(process.moduleLoadList)));\n`,
+    );
+    return {
+      probe,
+      loaded: () =>
+        (JSON.parse(readFileSync(file, 'utf8')) as string[]).filter((m) =>
+          /^NativeModule (net|child_process|dgram|tty)$/.test(m),
+        ),
+    };
+  }
+
+  test('pack info --json on a socket and on a pipe: the same bytes as in-process, without node:net', async () => {
+    const args = ['pack', 'info', examplePack, '--json'];
+    const expected = await cli(args, { env: { ...process.env } });
+    expect(expected.code).toBe(0);
+    // A socket, as a parent Node process makes with spawn().
+    const socketProbe = probeModules();
+    const onSocket = spawnSync(process.execPath, ['-r', socketProbe.probe, bin, ...args], {
+      encoding: 'utf8',
+    });
+    expect(onSocket.status, onSocket.stderr).toBe(0);
+    expect(onSocket.stdout).toBe(expected.stdout);
+    expect(socketProbe.loaded()).toEqual([]);
+    // A pipe, as a shell makes for `packwarden … | cat`.
+    const pipeProbe = probeModules();
+    const onPipe = spawnSync(
+      'sh',
+      ['-c', '"$0" "$@" | cat', process.execPath, '-r', pipeProbe.probe, bin, ...args],
+      { encoding: 'utf8' },
+    );
+    expect(onPipe.status, onPipe.stderr).toBe(0);
+    expect(onPipe.stdout).toBe(expected.stdout);
+    expect(pipeProbe.loaded()).toEqual([]);
+  });
+
+  test("sandbox commands keep Node's streams (the probe sees node:net load for them)", () => {
+    const probe = probeModules();
+    const result = spawnSync(process.execPath, ['-r', probe.probe, bin, 'sandbox', '--help'], {
+      encoding: 'utf8',
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Usage: packwarden sandbox');
+    expect(probe.loaded()).toContain('NativeModule net');
+  });
+
+  /** Runs the binary with stdout, stderr or both on a pipe whose reader has already closed. */
+  function toClosedReader(args: string[], which: 'stdout' | 'stderr' | 'both') {
+    const pipe = namedPipe();
+    closeSync(pipe.reader);
+    try {
+      const stdout = which === 'stderr' ? 'pipe' : pipe.writer;
+      const stderr = which === 'stdout' ? 'pipe' : pipe.writer;
+      return spawnSync(process.execPath, [bin, ...args], {
+        cwd: repoRoot,
+        stdio: ['ignore', stdout, stderr],
+        encoding: 'utf8',
+      });
+    } finally {
+      closeSync(pipe.writer);
+    }
+  }
+
+  // Exit codes as before this change (measured on the build that used Node's streams): a reader
+  // that closed early is not an error of the command's, whose own exit code stands.
+  test.each([
+    ['pack info --json, stdout closed', ['pack', 'info', examplePack, '--json'], 'stdout', 0],
+    [
+      'pack validate of an invalid pack, stdout closed',
+      ['pack', 'validate', 'bad', '--json'],
+      'stdout',
+      1,
+    ],
+    ['pack validate of an invalid pack, stderr closed', ['pack', 'validate', 'bad'], 'stderr', 1],
+    ['an unknown command, both closed', ['pack', 'nosuch'], 'both', 2],
+  ] as const)(
+    'a reader that closed early: %s → no stack trace, exit %i',
+    (_name, args, which, code) => {
+      const bad = join(tempDir(), 'bad');
+      cpSync(examplePack, bad, { recursive: true });
+      writeFileSync(
+        join(bad, 'agent.yaml'),
+        'apiVersion: agenthippo.ai/v1\nkind: Agent\nmetadata: {name: BAD_NAME, version: 1.0.0}\n',
+      );
+      const result = toClosedReader(
+        args.map((arg) => (arg === 'bad' ? bad : arg)),
+        which,
+      );
+      expect(result.status).toBe(code);
+      expect(result.stderr ?? '').toBe('');
+      expect(result.stdout ?? '').toBe('');
+    },
+  );
 });
