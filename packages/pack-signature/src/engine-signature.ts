@@ -20,6 +20,7 @@ import {
   digestOrRefusal,
   invalidResult,
   resolveVerifyOptions,
+  type ResolvedVerifyOptions,
   type SignedFolderKind,
 } from './verify-folder.js';
 
@@ -165,8 +166,19 @@ export async function verifyEngine(
   const resolved = resolveVerifyOptions(options, ENGINE_SIGNATURE.caller);
   const checked = await checkFolderSignature(engineDir, resolved, ENGINE_SIGNATURE);
   if (checked.kind !== 'authentic') return checked;
-  const { payload, claims } = checked;
+  return checked.settle(
+    checkEngineContent(engineDir, resolved, options.expectedId, checked.payload, checked.claims),
+  );
+}
 
+/** The steps after an authentic payload: identity, no root `pack.sig`, content digest. */
+async function checkEngineContent(
+  engineDir: string,
+  resolved: ResolvedVerifyOptions,
+  expectedId: string | undefined,
+  payload: z.output<typeof EngineSignaturePayloadSchema>,
+  claims: EngineSignatureClaims,
+): Promise<EngineVerification> {
   const identity = readEngineIdentity(engineDir);
   if ('problem' in identity) {
     return invalid('engine-invalid', `the engine folder is not valid: ${identity.problem}`, claims);
@@ -178,10 +190,10 @@ export async function verifyEngine(
       { ...claims, found: identity },
     );
   }
-  if (options.expectedId !== undefined && payload.engine !== options.expectedId) {
+  if (expectedId !== undefined && payload.engine !== expectedId) {
     return invalid(
       'identity-mismatch',
-      `engine.sig signs the engine ${JSON.stringify(payload.engine)}, not ${JSON.stringify(options.expectedId)}.`,
+      `engine.sig signs the engine ${JSON.stringify(payload.engine)}, not ${JSON.stringify(expectedId)}.`,
       { ...claims, found: identity },
     );
   }

@@ -51,8 +51,22 @@ export function verifyEs256Signature(
  * parser difference between this package's pre-parser and jose can only refuse, never pass.
  */
 export async function checkEs256Jws(jws: ParsedCompactJws, key: KeyObject): Promise<boolean> {
-  const direct = verifyEs256Signature(Buffer.from(jws.signingInput, 'ascii'), jws.signature, key);
-  if (!direct) return false;
+  return checkEs256Direct(jws, key) && (await confirmEs256WithJose(jws, key));
+}
+
+/** The first of the two checks: Node's ECDSA over the exact signing input, synchronous. */
+export function checkEs256Direct(jws: ParsedCompactJws, key: KeyObject): boolean {
+  return verifyEs256Signature(Buffer.from(jws.signingInput, 'ascii'), jws.signature, key);
+}
+
+/**
+ * The second check: jose's `compactVerify` of the whole token. WebCrypto runs it on the thread
+ * pool, so a caller may start it and go on (`checkFolderSignature`). Never rejects.
+ */
+export async function confirmEs256WithJose(
+  jws: ParsedCompactJws,
+  key: KeyObject,
+): Promise<boolean> {
   try {
     await compactVerify(jws.token, key, { algorithms: ['ES256'] });
     return true;

@@ -2,7 +2,7 @@ import { statSync, type Stats } from 'node:fs';
 import type { PackDigestEntry } from '@packwarden/pack-digest';
 import type * as z from 'zod';
 import { PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS } from './constants.js';
-import { checkEs256Jws, toP256PublicKey } from './es256.js';
+import { checkEs256Direct, confirmEs256WithJose, toP256PublicKey } from './es256.js';
 import { PackSignatureError } from './errors.js';
 import { digestSignedFolder, throwIfAborted } from './folder-digest.js';
 import { isKeySelection, type KeySelection, type KeySelector } from './key-selection.js';
@@ -82,7 +82,18 @@ export type SharedRefusal<I, U extends string> =
   | PackTrustRootUnavailable;
 
 export type CheckedSignature<S extends SignedPayloadSchema, I, U extends string> =
-  { kind: 'authentic'; payload: z.output<S>; claims: SignedClaims<I> } | SharedRefusal<I, U>;
+  | { kind: 'authentic'; payload: z.output<S>; claims: SignedClaims<I>; settle: Settle<I, U> }
+  | SharedRefusal<I, U>;
+
+/**
+ * Waits for the second signature check (jose), still running when `checkFolderSignature`
+ * returns, and gives `result` only when it accepted; `bad-signature` when it refused, whatever
+ * `result` says (and whatever `result` threw). Every result after the signature check passes
+ * through it, so callers answer exactly as if jose had been awaited before the payload was read.
+ */
+export type Settle<I, U extends string> = <R>(
+  result: R | Promise<R>,
+) => Promise<R | SharedInvalid<I, U>>;
 
 /** Builds an `invalid` result of type `R` (`PackInvalid`, `EngineInvalid`). */
 export function invalidResult<R extends { kind: 'invalid'; reason: string; message: string }>(
@@ -133,6 +144,9 @@ export function resolveVerifyOptions(
  * (Node and jose both), the now-authentic payload follows `kind.schema`, and its `iat` is at most
  * `PACK_SIGNATURE_MAX_CLOCK_SKEW_SECONDS` after `now()`. Nothing in the payload is believed
  * before the signature verified. Throws only the caller errors of README "verifyPack".
+ *
+ * jose may still be checking when this resolves `authentic`: the caller passes its own result
+ * through `settle`, which waits for jose and answers `bad-signature` if it refused.
  */
 export async function checkFolderSignature<S extends SignedPayloadSchema, I, U extends string>(
   dir: string,
@@ -225,16 +239,51 @@ export async function checkFolderSignature<S extends SignedPayloadSchema, I, U e
   const thumbprint = selection.key.thumbprint;
   const signer = { kid, ...(thumbprint === undefined ? {} : { thumbprint }) };
 
-  if (!(await checkEs256Jws(token, key.key))) {
-    return invalid(
+  const badSignature = (): SharedInvalid<I, U> =>
+    invalid(
       'bad-signature',
       `the signature of ${file} does not verify with the trusted key "${kid}": the token was altered or signed by another key.`,
       signer,
     );
-  }
+  if (!checkEs256Direct(token, key.key)) return badSignature();
+  // jose's check runs on the thread pool while the steps below and the caller's digest go on
+  // (issue 14: a warm verifyPack sat idle ~0.35 ms waiting for it); `settle` makes every later
+  // result wait for it, and its refusal wins, as when it was awaited here.
+  const confirmation = confirmEs256WithJose(token, key.key);
+  const settle: Settle<I, U> = async (result) => {
+    let settled: Awaited<typeof result>;
+    try {
+      settled = await result;
+    } catch (error) {
+      if (!(await confirmation)) return badSignature();
+      throw error;
+    }
+    return (await confirmation) ? settled : badSignature();
+  };
 
-  // From here on the payload is authentic: it is what the key holder signed.
-  const checked = kind.schema.safeParse(token.payload);
+  let judged: ReturnType<typeof judgePayload<S, I, U>>;
+  try {
+    judged = judgePayload(token.payload, at, signer, options, kind);
+  } catch (error) {
+    return settle(Promise.reject(error));
+  }
+  return judged.kind === 'authentic' ? { ...judged, settle } : settle(judged);
+}
+
+/**
+ * The steps after the signature check, on a payload that is now authentic (it is what the key
+ * holder signed): the payload schema, then `iat` at most the allowed skew after `now()`.
+ */
+function judgePayload<S extends SignedPayloadSchema, I, U extends string>(
+  unchecked: Record<string, unknown>,
+  at: Date,
+  signer: { kid: string; thumbprint?: string },
+  options: ResolvedVerifyOptions,
+  kind: SignedFolderKind<S, I, U>,
+): { kind: 'authentic'; payload: z.output<S>; claims: SignedClaims<I> } | SharedInvalid<I, U> {
+  const { caller, file } = kind;
+  const invalid = sharedInvalid<I, U>;
+  const checked = kind.schema.safeParse(unchecked);
   if (!checked.success) {
     return invalid(
       'payload-invalid',

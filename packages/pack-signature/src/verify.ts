@@ -2,10 +2,13 @@ import {
   DIGEST_ALGORITHM,
   diffPackManifests,
   digestManifest,
+  formatManifestLine,
   parseManifestLines,
   type PackManifestDiff,
+  type PackManifestEntry,
 } from '@packwarden/pack-digest';
 import { loadPackManifest } from '@packwarden/pack-manifest';
+import type * as z from 'zod';
 import { PACK_SIGNATURE_FILE } from './constants.js';
 import type { KeySelector } from './key-selection.js';
 import { PackSignaturePayloadSchema } from './payload.js';
@@ -16,6 +19,7 @@ import {
   digestOrRefusal,
   invalidResult,
   resolveVerifyOptions,
+  type ResolvedVerifyOptions,
   type SignedFolderKind,
 } from './verify-folder.js';
 
@@ -62,7 +66,16 @@ export async function verifyPack(
   const resolved = resolveVerifyOptions(options, PACK_SIGNATURE.caller);
   const checked = await checkFolderSignature(packDir, resolved, PACK_SIGNATURE);
   if (checked.kind !== 'authentic') return checked;
-  const { payload, claims } = checked;
+  return checked.settle(checkPackContent(packDir, resolved, checked.payload, checked.claims));
+}
+
+/** The steps after an authentic payload: identity, digest algorithm, `files` claim, digest. */
+async function checkPackContent(
+  packDir: string,
+  resolved: ResolvedVerifyOptions,
+  payload: z.output<typeof PackSignaturePayloadSchema>,
+  claims: PackSignatureClaims,
+): Promise<PackVerification> {
   const { kid, iat: at } = claims;
 
   if (payload.files !== undefined && payload.digestAlg === undefined) {
@@ -107,29 +120,20 @@ export async function verifyPack(
     );
   }
 
-  let signedEntries;
-  if (payload.files !== undefined) {
-    let filesDigest: string;
-    try {
-      signedEntries = parseManifestLines(payload.files);
-      filesDigest = digestManifest(signedEntries);
-    } catch (error) {
-      return invalid(
-        'payload-invalid',
-        `the signed files claim is not a canonical manifest: ${(error as Error).message}.`,
-        claims,
-      );
-    }
-    if (filesDigest !== payload.digest) {
-      return invalid(
-        'files-mismatch',
-        'the signed files claim does not hash to the signed digest: the token is inconsistent and is refused.',
-        claims,
-      );
-    }
-  }
-
+  // The content is digested before the files claim is judged: when the claim's lines are the
+  // lines of the entries found and the digests agree, the claim is canonical and hashes to the
+  // signed digest, with no parse and no second manifest hash (issue 14). Otherwise the claim is
+  // judged in full, and its refusal comes first, as it always has.
   const actual = await digestOrRefusal(packDir, resolved, PACK_SIGNATURE, claims);
+  let signedEntries: PackManifestEntry[] | undefined;
+  if (
+    payload.files !== undefined &&
+    !(actual.ok && actual.digest === payload.digest && claimNames(payload.files, actual.entries))
+  ) {
+    const judged = judgeFilesClaim(payload.files, payload.digest);
+    if ('reason' in judged) return invalid(judged.reason, judged.message, claims);
+    signedEntries = judged.entries;
+  }
   if (!actual.ok) return actual.refusal;
   if (actual.digest !== payload.digest) {
     const changes: PackManifestDiff | undefined =
@@ -146,6 +150,46 @@ export async function verifyPack(
     digestAlg: DIGEST_ALGORITHM,
     message: `verified: ${payload.pack}@${payload.packVersion} signed by "${kid}" at ${at.toISOString()}, content unchanged.`,
   };
+}
+
+/**
+ * Every line of the claim is the manifest line of the entry found at its place. The entries come
+ * from the digest walk, so they are canonical and sorted: such a claim parses back to them.
+ */
+function claimNames(files: readonly string[], entries: readonly PackManifestEntry[]): boolean {
+  if (files.length !== entries.length) return false;
+  for (let index = 0; index < files.length; index++) {
+    if (files[index] !== formatManifestLine(entries[index]!)) return false;
+  }
+  return true;
+}
+
+/** A signed files claim must be a canonical manifest that hashes to the signed digest. */
+function judgeFilesClaim(
+  files: readonly string[],
+  digest: string,
+):
+  | { entries: PackManifestEntry[] }
+  | { reason: 'payload-invalid' | 'files-mismatch'; message: string } {
+  let entries: PackManifestEntry[];
+  let filesDigest: string;
+  try {
+    entries = parseManifestLines(files);
+    filesDigest = digestManifest(entries);
+  } catch (error) {
+    return {
+      reason: 'payload-invalid',
+      message: `the signed files claim is not a canonical manifest: ${(error as Error).message}.`,
+    };
+  }
+  if (filesDigest !== digest) {
+    return {
+      reason: 'files-mismatch',
+      message:
+        'the signed files claim does not hash to the signed digest: the token is inconsistent and is refused.',
+    };
+  }
+  return { entries };
 }
 
 function summarizeChanges(changes: PackManifestDiff): string {
