@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as crypto from 'node:crypto';
 import { realpathSync, statSync, type Stats } from 'node:fs';
-import { readlink } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_DIGEST_LIMITS, DIGEST_ALGORITHM, type PackDigestLimits } from './constants.js';
 import { PackDigestError } from './errors.js';
@@ -169,7 +168,8 @@ function resolveRoot(root: string): string {
 async function hashSymlink(entry: WalkedEntry): Promise<PackDigestEntry> {
   let target: Buffer;
   try {
-    target = await readlink(entry.absolutePath, { encoding: 'buffer' });
+    // fs.promises is loaded on first use: most packs hold no symlink (issue 14).
+    target = await fs.promises.readlink(entry.absolutePath, { encoding: 'buffer' });
   } catch (cause) {
     const code = (cause as { code?: string }).code;
     throw new PackDigestError(

@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { hashRegularFileSync, type HashedFile } from './hash-file.js';
 
 /**
@@ -106,6 +106,9 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
 
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
+    // Loaded when a pool starts, not with this module: most packs never start one, and loading
+    // node:worker_threads was ~1 ms of every CLI start-up (issue 14, bench/README.md).
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
     for (let i = 1; i < threads; i++) {
       workers.push(
         new Worker(WORKER_SOURCE, {
