@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.js');
+export const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.cjs');
 
 /** Builds the CLI bundle and the named packages' dist when missing. */
 export function ensureBuilt(packages = []) {
@@ -54,8 +54,9 @@ export function timeCommand(command, args, { runs = 5, cwd, node = false } = {})
 /**
  * Times several commands in interleaved rounds (one of each per round, after a warm-up round),
  * so that a slow spell of a shared machine hits baseline and candidates alike. Returns, per
- * command, the median time and the median of its per-round ratio to the first command.
- * `entries`: [{ name, command, args, cwd?, node?, measure?(stdout) → ms }].
+ * command, the median time and the median of its per-round ratio to the first command (or to
+ * the entry at index `baseline`).
+ * `entries`: [{ name, command, args, cwd?, env?, baseline?, node?, measure?(stdout) → ms }].
  */
 export function timeInterleaved(entries, { runs = 5 } = {}) {
   const once = (entry) => {
@@ -63,6 +64,7 @@ export function timeInterleaved(entries, { runs = 5 } = {}) {
     const start = process.hrtime.bigint();
     const result = spawnSync(entry.command, argv, {
       cwd: entry.cwd,
+      env: entry.env ?? process.env,
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
     });
@@ -85,10 +87,23 @@ export function timeInterleaved(entries, { runs = 5 } = {}) {
   return entries.map((entry, i) => ({
     name: entry.name,
     ms: median(samples[i].map((s) => s.ms)),
-    ratio: median(samples[i].map((s, round) => s.ms / samples[0][round].ms)),
+    ratio: median(samples[i].map((s, round) => s.ms / samples[entry.baseline ?? 0][round].ms)),
     rssMiB: Math.max(...samples[i].map((s) => s.rssMiB ?? 0)) || undefined,
   }));
 }
+
+/**
+ * This environment without `NODE_EXTRA_CA_CERTS`, or undefined when it is not set. Node parses
+ * that file at every start, before any JavaScript runs (144 certificates on the machine these
+ * benches were written on: `node -e 0` 60–80 ms instead of 24 ms). No packwarden command can
+ * avoid it, and it inflates `node -e 0` as much as the command: benches print their rows both
+ * ways so that neither reading hides the other.
+ */
+export const envWithoutExtraCaCerts = (() => {
+  if (process.env.NODE_EXTRA_CA_CERTS === undefined) return undefined;
+  const { NODE_EXTRA_CA_CERTS: _ignored, ...rest } = process.env;
+  return rest;
+})();
 
 export function fmtMs(ms) {
   return `${ms.toFixed(0).padStart(6)} ms`;
@@ -104,7 +119,7 @@ export function verdict(ratio, target) {
  * baseline in one run on one machine. Every `@packwarden/*` import resolves to the sources of
  * the same ref (or, for the packages named in `overlay`, to the working tree's); third-party
  * packages come from this checkout's node_modules. Returns the
- * folder, the CLI's `bin.js` (when `cli`) and `lib(name)`: one self-contained ESM bundle of
+ * folder, the CLI's executable (`bin.cjs`, `bin.js` before issue 14's CommonJS entry; when `cli`) and `lib(name)`: one self-contained ESM bundle of
  * each named package. Both sides of a comparison should come from this function, so that they
  * are bundled alike.
  */
@@ -241,7 +256,10 @@ export async function buildAt(ref, { cli = false, packages = [], overlay = [] } 
         stdio: ['ignore', 'ignore', 'inherit'],
       },
     );
-    bin = join(app, 'dist', 'bin.js');
+    // The package's `bin`: dist/bin.cjs since the executable became CommonJS, dist/bin.js before.
+    bin = ['bin.cjs', 'bin.js']
+      .map((name) => join(app, 'dist', name))
+      .find((file) => existsSync(file));
   }
   return { dir, cliBin: bin, lib: (name) => join(dir, 'lib', name, 'index.js') };
 }

@@ -17,7 +17,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = join(repo, 'apps', 'cli', 'dist', 'bin.js');
+const bin = join(repo, 'apps', 'cli', 'dist', 'bin.cjs');
 const work = mkdtempSync(join(tmpdir(), 'packwarden-demo-'));
 const home = join(work, 'home');
 const bold = (text) => (process.stdout.isTTY ? `\u001b[1m${text}\u001b[0m` : text);

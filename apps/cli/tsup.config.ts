@@ -106,16 +106,16 @@ const bundle: Options = {
 };
 
 /**
- * `dist/bin.js`, the executable: a small loader for dist/cli.cjs, built on its own (no code
- * splitting, no banner) so that it imports Node built-ins only. Built with the library entry, it
- * imported a chunk of esbuild helpers it does not use: one more file to resolve and load before
- * anything runs.
+ * `dist/bin.cjs`, the executable: a small CommonJS loader for dist/cli.cjs, built on its own (no
+ * code splitting, no banner) so that it loads Node built-ins only. CommonJS, because an ES module
+ * entry point costs Node's ESM loader (bench/README.md, "CLI start-up").
  */
 const executable: Options = {
   ...shared,
   config: false,
   entry: { bin: 'src/bin.ts' },
-  format: ['esm'],
+  format: ['cjs'],
+  outExtension: () => ({ js: '.cjs' }),
   splitting: false,
   sourcemap: true,
   clean: false,
@@ -128,8 +128,21 @@ const executable: Options = {
   },
 };
 
+/** `dist/esm-resolve.js`: `import.meta.resolve` for the CommonJS executable, an ES module. */
+const esmResolve: Options = {
+  ...shared,
+  config: false,
+  entry: { 'esm-resolve': 'src/esm-resolve.ts' },
+  format: ['esm'],
+  splitting: false,
+  sourcemap: false,
+  clean: false,
+  dts: false,
+  silent: true,
+};
+
 /**
- * Builds `dist/cli.cjs` and `dist/bin.js`, stamps the bundle with a build id, and has a child Node run from it, in-process,
+ * Builds `dist/cli.cjs`, `dist/bin.cjs` and `dist/esm-resolve.js`, stamps the bundle with a build id, and has a child Node run from it, in-process,
  * the command whose start-up matters most (`pack verify`, on a copy of the example pack signed
  * with a temp key) and `--help`, then write the V8 code cache of everything they compiled next
  * to it (only those: a larger cache costs every command more to load). Made
@@ -137,7 +150,7 @@ const executable: Options = {
  * pack can write feeds code that runs.
  */
 async function buildBundleWithCodeCache(): Promise<void> {
-  await Promise.all([build(bundle), build(executable)]);
+  await Promise.all([build(bundle), build(executable), build(esmResolve)]);
   const source = readFileSync('dist/cli.cjs');
   const buildId = createHash('sha256').update(source).digest('hex');
   appendFileSync('dist/cli.cjs', `//# packwardenBuild=${buildId}\n`);
@@ -148,7 +161,7 @@ async function buildBundleWithCodeCache(): Promise<void> {
     // V8 refuses a cache made under other V8 flags: the children run with none, as users do.
     delete env.NODE_OPTIONS;
     const cli = (...args: string[]) =>
-      execFileSync(process.execPath, [join(process.cwd(), 'dist', 'bin.js'), ...args], {
+      execFileSync(process.execPath, [join(process.cwd(), 'dist', 'bin.cjs'), ...args], {
         env,
         cwd: work,
         encoding: 'utf8',

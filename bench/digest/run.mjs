@@ -13,6 +13,7 @@ import {
   buildAt,
   cliBin as distCliBin,
   ensureBuilt,
+  envWithoutExtraCaCerts,
   fmtMs,
   timeCommand,
   timeInterleaved,
@@ -111,6 +112,19 @@ function compareOn(dir, baseline) {
         args: [variant.cliBin, 'pack', 'digest', dir],
         node: true,
       },
+      // The same without NODE_EXTRA_CA_CERTS, which Node parses at every start (lib.mjs), when
+      // this environment sets it: the baselines are not Node and never pay it.
+      ...(envWithoutExtraCaCerts
+        ? [
+            {
+              name: 'cli-without-extra-ca-certs',
+              command: process.execPath,
+              args: [variant.cliBin, 'pack', 'digest', dir],
+              node: true,
+              env: envWithoutExtraCaCerts,
+            },
+          ]
+        : []),
     );
   }
   const [base, ...rows] = timeInterleaved(entries, { runs });
@@ -120,8 +134,9 @@ function compareOn(dir, baseline) {
 function report(label, baseLabel, { base, rows }, cliTarget) {
   console.log(label);
   console.log(`    ${baseLabel.padEnd(38)}${fmtMs(base.ms)}`);
+  const perVariant = envWithoutExtraCaCerts ? 4 : 3;
   variants.forEach((variant, i) => {
-    const [lib, libProcess, cli] = rows.slice(3 * i, 3 * i + 3);
+    const [lib, libProcess, cli, cliWithout] = rows.slice(perVariant * i, perVariant * (i + 1));
     const tag = variant.label ? ` [${variant.label}]` : '';
     console.log(
       `    ${`computePackDigest (library)${tag}`.padEnd(38)}${fmtMs(lib.ms)}   ${lib.ratio.toFixed(2)}×  ${verdict(lib.ratio, 0.8)}`,
@@ -132,6 +147,10 @@ function report(label, baseLabel, { base, rows }, cliTarget) {
     console.log(
       `    ${`packwarden pack digest (CLI)${tag}`.padEnd(38)}${fmtMs(cli.ms)}   ${cli.ratio.toFixed(2)}×  ${verdict(cli.ratio, cliTarget)} (whole process)`,
     );
+    if (cliWithout)
+      console.log(
+        `    ${`  the same, NODE_EXTRA_CA_CERTS unset${tag}`.padEnd(38)}${fmtMs(cliWithout.ms)}   ${cliWithout.ratio.toFixed(2)}×  ${verdict(cliWithout.ratio, cliTarget)}`,
+      );
   });
 }
 

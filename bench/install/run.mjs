@@ -79,7 +79,7 @@ const time = async (fn) => {
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, value };
 };
 // The registry case: one push (timed), then installs interleaved with the others.
-const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.js');
+const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.cjs');
 let registryDir;
 let ociRef;
 let pushMs;

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
-import { fstatSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { Script } from 'node:vm';
-import { crc32 } from 'node:zlib';
 import type * as Cli from './index.js';
 import { PipeOutput } from './pipe-output.js';
+
+// This file is built as CommonJS (`dist/bin.cjs`): an ES module entry point costs Node's ESM
+// loader, ~3 ms of every start-up, and an ES module import of a built-in builds its namespace,
+// which for node:fs loads fs.promises, streams and readline (issue 14, bench/README.md "CLI
+// start-up"). Built-ins come from process.getBuiltinModule; `__dirname` is CommonJS's.
+const { fstatSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { createRequire } = process.getBuiltinModule('node:module');
+const { pathToFileURL } = process.getBuiltinModule('node:url');
+const { Script } = process.getBuiltinModule('node:vm');
+const { crc32 } = process.getBuiltinModule('node:zlib');
 
 // Set by tsup.config.ts, which makes dist/cli.cjs and its code cache with the same values.
 declare const __PACKWARDEN_BUNDLE_HEAD__: string;
@@ -20,12 +26,18 @@ type ProcessStreamName = 'stdout' | 'stderr';
  * `madeStreams` holds the ones made so far.
  */
 const madeStreams: Partial<Record<ProcessStreamName, NodeJS.WriteStream>> = {};
+/** The command's exit code, once it answered. */
+let answer: number | undefined;
+/** A reader closed before the command answered: exit as soon as it does. */
+let readerClosed = false;
 for (const name of ['stdout', 'stderr'] as const) {
   const make = Object.getOwnPropertyDescriptor(process, name)?.get;
   const withHandler = (stream: NodeJS.WriteStream) => {
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw error;
+      if (error.code !== 'EPIPE') throw error;
+      // Nothing more can be shown: exit with the command's code, when it has one.
+      if (answer !== undefined) process.exit(answer);
+      readerClosed = true;
     });
     return (madeStreams[name] = stream);
   };
@@ -77,7 +89,7 @@ zodGlobal.__zod_globalConfig = { ...zodGlobal.__zod_globalConfig, jitless: true 
  * same behaviour.
  */
 function loadProgram(): typeof Cli {
-  const dirname = import.meta.dirname;
+  const dirname = __dirname;
   const filename = `${dirname}/cli.cjs`;
   // esbuild writes ASCII only (non-ASCII characters are escaped), so latin1 decodes it exactly
   // and more cheaply than UTF-8.
@@ -98,8 +110,14 @@ function loadProgram(): typeof Cli {
     module,
     filename,
     dirname,
-    new URL('./cli.cjs', import.meta.url).href,
-    (specifier: string) => import.meta.resolve(specifier),
+    pathToFileURL(filename).href,
+    // import.meta.resolve of a module in this folder (an ES module, required when first used).
+    (specifier: string) =>
+      (
+        (resolver ??= createRequire(filename))('./esm-resolve.js') as {
+          resolve(specifier: string): string;
+        }
+      ).resolve(specifier),
     (specifier: string) => import(specifier),
   );
   return module.exports;
@@ -131,10 +149,22 @@ function readCodeCache(cache: string, source: string): Buffer | undefined {
 
 const { run } = loadProgram();
 const argv = process.argv.slice(2);
-// What processIo() returns, with pipe and socket outputs written as above.
-process.exitCode = await run(argv, {
+// What processIo() returns, with pipe and socket outputs written as above. A rejection is
+// unhandled, as a top-level await's was: Node prints it and exits 1. A command that never
+// answers (a bug: nothing left to wait for, no exit code) must not end as a success: exit 13,
+// what Node gives an ES module whose top-level await never settles.
+process.once('beforeExit', () => {
+  if (answer !== undefined) return;
+  process.stderr.write('packwarden: internal error: the command ended without an exit code\n');
+  process.exitCode = 13;
+});
+void run(argv, {
   stdout: processOutput('stdout', 1, argv),
   stderr: processOutput('stderr', 2, argv),
   env: process.env,
   cwd: process.cwd(),
+}).then((code) => {
+  answer = code;
+  if (readerClosed) process.exit(code);
+  process.exitCode = code;
 });

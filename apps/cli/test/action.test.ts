@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, cli, copyOfExample, repoRoot, tempDir } from './helpers.js';
 
 afterEach(cleanTemps);
-const bin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.js');
+const bin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.cjs');
 const script = join(repoRoot, 'action', 'verify-packs.sh');
 
 async function fleetWithKey() {
@@ -298,6 +298,12 @@ describe('the Action installs the packwarden release it was tagged with', () => 
     }
   ).version;
 
+  const cliBinField = (
+    JSON.parse(readFileSync(join(repoRoot, 'apps', 'cli', 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    }
+  ).bin;
+
   /** The built CLI packed as npm would publish it, with a postinstall that leaves a marker. */
   function tarball(version: string, marker: string): { file: string; bytes: Buffer } {
     const pkg = join(tempDir(), 'package');
@@ -340,7 +346,7 @@ describe('the Action installs the packwarden release it was tagged with', () => 
                 {
                   name: 'packwarden',
                   version: v,
-                  bin: { packwarden: './dist/bin.js' },
+                  bin: cliBinField,
                   scripts: { postinstall: 'node -e 1' },
                   dist: {
                     tarball: `${base}/packwarden/-/packwarden-${v}.tgz`,

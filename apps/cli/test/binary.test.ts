@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, examplePack, repoRoot, tempDir } from './helpers.js';
 
-const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+const bin = new URL('../dist/bin.cjs', import.meta.url).pathname;
 afterEach(cleanTemps);
 
 function packwarden(args: string[], cwd?: string) {
@@ -113,7 +113,7 @@ describe('licences', () => {
       JSON.parse(pack.stdout) as Array<{ files: Array<{ path: string }> }>
     )[0]!.files.map((file) => file.path);
     expect(files).toEqual(
-      expect.arrayContaining(['LICENSE', 'THIRD_PARTY_NOTICES.md', 'dist/bin.js']),
+      expect.arrayContaining(['LICENSE', 'THIRD_PARTY_NOTICES.md', 'dist/bin.cjs']),
     );
   }, 60_000);
 });

@@ -14,7 +14,7 @@ import { computePackDigest } from '@packwarden/pack-digest';
 import { afterEach, describe, expect, test } from 'vitest';
 import { cleanTemps, tempDir } from './helpers.js';
 
-const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+const bin = new URL('../dist/bin.cjs', import.meta.url).pathname;
 afterEach(cleanTemps);
 
 const MiB = 1024 * 1024;

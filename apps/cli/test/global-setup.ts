@@ -5,11 +5,11 @@ const cliRoot = new URL('../', import.meta.url).pathname;
 
 /**
  * A few tests run the built binary the way users do. Build it (from sources: tsup bundles the
- * workspace libraries) unless dist/bin.js is newer than every source it is made from.
+ * workspace libraries) unless dist/bin.cjs is newer than every source it is made from.
  */
 export function setup(): void {
   buildIfStale(cliRoot, {
-    output: join('dist', 'bin.js'),
+    output: join('dist', 'bin.cjs'),
     sources: [join(cliRoot, 'src'), ...allPackageSources()],
   });
 }

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { PipeOutput } from '../src/pipe-output.js';
 import { cleanTemps, cli, copyOfExample, examplePack, repoRoot, tempDir } from './helpers.js';
 
-const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+const bin = new URL('../dist/bin.cjs', import.meta.url).pathname;
 afterEach(cleanTemps);
 
 /**
@@ -173,7 +173,7 @@ syncBuiltinESMExports();\n`,
     const replaced = cache(readFileSync(path));
     if (replaced === undefined) rmSync(path);
     else writeFileSync(path, replaced);
-    return join(root, 'dist', 'bin.js');
+    return join(root, 'dist', 'bin.cjs');
   }
 
   test('the shipped binary compiles its bundle with the cache, and V8 accepts it', () => {
@@ -235,7 +235,7 @@ syncBuiltinESMExports();\n`,
       JSON.parse(pack.stdout) as Array<{ files: Array<{ path: string }> }>
     )[0]!.files.map((file) => file.path);
     expect(files).toEqual(
-      expect.arrayContaining(['dist/bin.js', 'dist/cli.cjs', 'dist/cli.cjs.cache']),
+      expect.arrayContaining(['dist/bin.cjs', 'dist/cli.cjs', 'dist/cli.cjs.cache']),
     );
   }, 60_000);
 });

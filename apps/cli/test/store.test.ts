@@ -238,7 +238,7 @@ describe('store build | list | search | info | install', () => {
   });
 
   test('a progress bar goes to stderr on a terminal, and nowhere otherwise', async () => {
-    const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+    const bin = new URL('../dist/bin.cjs', import.meta.url).pathname;
     const args = ['store', 'install', 'pack/hello-pack', '--store', fixture.storeDir];
     // python3's pty module gives the CLI a real terminal; its output comes back on our pipe.
     const onTty = spawnSync(
@@ -308,7 +308,7 @@ describe('store install from a lying store, with the built CLI (issue 9.4)', () 
       try {
         const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/index.json`;
         const home = tempDir();
-        const bin = new URL('../dist/bin.js', import.meta.url).pathname;
+        const bin = new URL('../dist/bin.cjs', import.meta.url).pathname;
         const env = { ...process.env, PACKWARDEN_HOME: home };
         for (const json of [false, true]) {
           const result = await new Promise<{

@@ -18,9 +18,9 @@ const EXIT_CANCELLED = 130;
 
 /** The CLI's own entry point, to start `sandbox` with: next to this chunk in the build. */
 function cliBin(): string {
-  const bundled = fileURLToPath(new URL('./bin.js', import.meta.url));
+  const bundled = fileURLToPath(new URL('./bin.cjs', import.meta.url));
   if (existsSync(bundled)) return bundled;
-  const fromSource = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
+  const fromSource = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
   if (existsSync(fromSource)) return fromSource;
   throw new CliError(
     'cannot find the packwarden executable to start the sandbox with',
