@@ -14,6 +14,7 @@ import {
   type GuaranteeStatus,
   type IsolationMode,
 } from './isolation/index.js';
+import type { ProbeOutcome } from './isolation/probe.js';
 import type { SandboxState } from './state.js';
 
 export const ISOLATION_MODES: readonly IsolationMode[] = Object.freeze(['required', 'auto', 'off']);
@@ -86,6 +87,7 @@ export async function confineSandbox(
   mode: IsolationMode,
   input: { packDir: string; manifest: AgentManifest; state: SandboxState; engineHome?: string },
   env: Record<string, string | undefined>,
+  probe?: Promise<ProbeOutcome>,
 ): Promise<SandboxConfinement> {
   const { manifest, state } = input;
   const engine = manifest.spec.engine ?? '';
@@ -104,6 +106,7 @@ export async function confineSandbox(
     {
       mode,
       env,
+      ...(probe === undefined ? {} : { probe }),
       runtimeParent: state.stateDir,
       readOnlyPaths:
         mode === 'off'

@@ -1,5 +1,19 @@
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readlink, realpath, rm, symlink } from 'node:fs/promises';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  createWriteStream,
+  fchmodSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  symlinkSync,
+  writeSync,
+} from 'node:fs';
+import { lstat, mkdir, realpath, rm } from 'node:fs/promises';
 import { join, relative, isAbsolute, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { SandboxError } from './errors.js';
@@ -96,8 +110,14 @@ function unsafe(path: string, cause?: unknown): SandboxError {
 /**
  * Copies a pack tree into `target` (an empty folder): regular files (keeping their permission
  * bits, which the digest covers), folders, and symlinks as links (never followed). Source files
- * are opened with `O_NOFOLLOW` and destination files created with `O_EXCL`, so a link swapped in
- * during the copy is refused rather than followed. Bounded by {@link SANDBOX_LIMITS}.
+ * are opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO swapped in is refused, not waited on) and
+ * destination files created with `O_EXCL`, so a link swapped in during the copy is refused rather
+ * than followed. Bounded by {@link SANDBOX_LIMITS}.
+ *
+ * Folders, links and files up to {@link SYNC_COPY_MAX_BYTES} are copied with synchronous calls:
+ * a pack is mostly small files, and a trip through the thread pool per call made copying the
+ * example pack, twice per sandbox boot, ~40 ms of waiting (issue 14, bench/boot). Larger files
+ * are streamed, so that the event loop is never held for long.
  */
 export async function copyPackTree(source: string, target: string): Promise<number> {
   let count = 0;
@@ -109,7 +129,7 @@ export async function copyPackTree(source: string, target: string): Promise<numb
         `the pack is nested deeper than ${SANDBOX_LIMITS.maxPackDepth} folders`,
       );
     }
-    for (const entry of await readdir(from, { withFileTypes: true })) {
+    for (const entry of readdirSync(from, { withFileTypes: true })) {
       count += 1;
       if (count > SANDBOX_LIMITS.maxPackEntries) {
         throw new SandboxError(
@@ -120,10 +140,10 @@ export async function copyPackTree(source: string, target: string): Promise<numb
       const src = join(from, entry.name);
       const dst = join(to, entry.name);
       if (entry.isDirectory()) {
-        await mkdir(dst);
+        mkdirSync(dst);
         await visit(src, dst, depth + 1);
       } else if (entry.isSymbolicLink()) {
-        await symlink(await readlink(src), dst);
+        symlinkSync(readlinkSync(src), dst);
       } else if (entry.isFile()) {
         bytes += await copyFileNoFollow(src, dst, SANDBOX_LIMITS.maxPackBytes - bytes);
       } else {
@@ -138,12 +158,19 @@ export async function copyPackTree(source: string, target: string): Promise<numb
   return count;
 }
 
+/** Files up to this size are copied with synchronous reads and writes (`copyPackTree`). */
+export const SYNC_COPY_MAX_BYTES = 1024 * 1024;
+
+const SOURCE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const TARGET_FLAGS =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
 async function copyFileNoFollow(src: string, dst: string, budget: number): Promise<number> {
-  const input = await open(src, constants.O_RDONLY | constants.O_NOFOLLOW);
-  let size: number;
-  let output;
+  const input = openSync(src, SOURCE_FLAGS);
+  let output: number | undefined;
+  let handedOver = false;
   try {
-    const info = await input.stat();
+    const info = fstatSync(input);
     if (!info.isFile()) {
       throw new SandboxError('ERR_PACK_COPY', `cannot copy ${src}: not a regular file`);
     }
@@ -153,25 +180,44 @@ async function copyFileNoFollow(src: string, dst: string, budget: number): Promi
         `the pack is larger than ${SANDBOX_LIMITS.maxPackBytes} bytes`,
       );
     }
-    size = info.size;
-    output = await open(
-      dst,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o600,
-    );
-    await output.chmod(info.mode & 0o777);
-  } catch (error) {
-    await input.close();
-    await output?.close();
-    throw error;
+    const size = info.size;
+    output = openSync(dst, TARGET_FLAGS, 0o600);
+    fchmodSync(output, info.mode & 0o777);
+    if (size > SYNC_COPY_MAX_BYTES) {
+      // The streams own (and close) the descriptors; reading stops at the size checked above.
+      handedOver = true;
+      await pipeline(
+        createReadStream('', { fd: input, start: 0, end: size - 1 }),
+        createWriteStream('', { fd: output }),
+      );
+      return size;
+    }
+    // At most `size` bytes, as the stream reads: what was added since the fstat is not copied
+    // (the copy is verified afterwards, docs/sandbox.md).
+    const buffer = Buffer.allocUnsafe(size);
+    let read = 0;
+    while (read < size) {
+      const got = readSync(input, buffer, read, size - read, read);
+      if (got === 0) break;
+      read += got;
+    }
+    let written = 0;
+    while (written < read) written += writeSync(output, buffer, written, read - written);
+    return read;
+  } finally {
+    if (!handedOver) {
+      closeQuietly(input);
+      if (output !== undefined) closeQuietly(output);
+    }
   }
-  if (size === 0) {
-    await Promise.all([input.close(), output.close()]);
-    return 0;
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Nothing more to do with it: every byte was written, or the copy already failed.
   }
-  // The streams own (and close) the handles; reading stops at the size checked above.
-  await pipeline(input.createReadStream({ end: size - 1 }), output.createWriteStream());
-  return size;
 }
 
 /** Replaces `root/segments…` with a fresh copy of `source`, refusing links and overlaps. */

@@ -16,6 +16,7 @@ import { loadPackTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
 import { bootPack, type BootedPack, type SandboxLogger } from './boot.js';
 import { confineSandbox, GATEWAY_ENGINES, ISOLATION_MODES } from './confine.js';
 import type { IsolationMode } from './isolation/index.js';
+import { probeIsolation } from './isolation/probe.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
 import { modelOriginLease } from './model-origin.js';
@@ -133,6 +134,11 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     options.engineHome === undefined ? undefined : resolve(cwd, options.engineHome);
   if (!ISOLATION_MODES.includes(isolation))
     throw new SandboxError('ERR_INVALID_OPTIONS', 'isolation must be required, auto or off');
+  // What this machine can enforce is found by running bubblewrap (~20 ms): started now, it runs
+  // while the pack is copied and verified; nothing of the pack reaches it, and the answer is
+  // awaited where it always was, when the walls are built (issue 14, bench/boot).
+  const probe = isolation === 'off' ? undefined : probeIsolation({ env: trustEnv });
+  probe?.catch(() => undefined);
   const booted = await bootPack({
     agent: options.agent,
     cwd,
@@ -148,6 +154,7 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
         isolation,
         { packDir, manifest, state, ...(engineHome !== undefined ? { engineHome } : {}) },
         trustEnv,
+        probe,
       ),
     onEngineLog: (level, message) => log(level, message),
     log,

@@ -1,8 +1,21 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
+import { computePackDigest } from '@packwarden/pack-digest';
 import { SandboxError, copyPackTree, replaceWithCopy } from '../src/index.js';
+import { SYNC_COPY_MAX_BYTES } from '../src/pack-copy.js';
 import { agentYaml, boot, cleanTemps, tempDir, writeTree } from './helpers.js';
 
 afterEach(cleanTemps);
@@ -130,6 +143,47 @@ describe('copyPackTree', () => {
     const target = tempDir();
     const error = await refusal(copyPackTree(pack, target));
     expect(error.code).toBe('ERR_PACK_COPY');
+  });
+
+  test('copies bytes and permission bits: empty, small (synchronous) and large (streamed) files, links as links', async () => {
+    const pack = examplePack(tempDir());
+    const large = randomBytes(SYNC_COPY_MAX_BYTES + 12_345);
+    writeFileSync(join(pack, 'large.bin'), large);
+    writeFileSync(join(pack, 'exactly-the-limit.bin'), large.subarray(0, SYNC_COPY_MAX_BYTES));
+    writeFileSync(join(pack, 'empty'), '');
+    mkdirSync(join(pack, 'deep', 'er'), { recursive: true });
+    writeFileSync(join(pack, 'deep', 'er', 'tool.sh'), '#!/bin/sh\n', { mode: 0o750 });
+    chmodSync(join(pack, 'deep', 'er', 'tool.sh'), 0o750);
+    symlinkSync('../AGENTS.md', join(pack, 'deep', 'link'));
+    const target = tempDir();
+    expect(await copyPackTree(pack, target)).toBe(10);
+    const [from, to] = await Promise.all([computePackDigest(pack), computePackDigest(target)]);
+    expect(to.digest).toBe(from.digest);
+    expect(to.entries.map((entry) => [entry.path, entry.mode, entry.size])).toEqual(
+      from.entries.map((entry) => [entry.path, entry.mode, entry.size]),
+    );
+    expect(readFileSync(join(target, 'large.bin')).equals(large)).toBe(true);
+    expect(statSync(join(target, 'deep', 'er', 'tool.sh')).mode & 0o777).toBe(0o750);
+    expect(lstatSync(join(target, 'deep', 'link')).isSymbolicLink()).toBe(true);
+  });
+
+  test('a symlink to a FIFO is copied as a link: the FIFO is never opened', async () => {
+    const pack = examplePack(tempDir());
+    const fifo = join(tempDir(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    symlinkSync(fifo, join(pack, 'looks-like-a-file'));
+    const target = tempDir();
+    // Copied as a link, never opened (opening the FIFO would wait for a writer forever).
+    expect(await copyPackTree(pack, target)).toBe(4);
+    expect(lstatSync(join(target, 'looks-like-a-file')).isSymbolicLink()).toBe(true);
+  });
+
+  test('a file that exists in the target already is refused (O_EXCL), not overwritten', async () => {
+    const pack = examplePack(tempDir());
+    const target = tempDir();
+    writeFileSync(join(target, 'AGENTS.md'), 'planted\n');
+    await expect(copyPackTree(pack, target)).rejects.toMatchObject({ code: 'EEXIST' });
+    expect(readFileSync(join(target, 'AGENTS.md'), 'utf8')).toBe('planted\n');
   });
 
   test('replaceWithCopy refuses copying a folder into itself', async () => {

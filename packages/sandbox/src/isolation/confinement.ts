@@ -174,7 +174,7 @@ export async function createConfinement(
       GUARANTEE_IDS.map((id) => ({ id, status: 'unavailable', reason: 'isolation is off' })),
     );
   const resolved = await resolvePolicy(policy, options.readOnlyPaths);
-  const outcome = await probeIsolation(options);
+  const outcome = await (options.probe ?? probeIsolation(options));
   const guarantees = statuses(outcome);
   const missing = guarantees.filter((g) => g.status === 'unavailable');
   if (mode === 'required' && missing.length > 0)

@@ -1,4 +1,5 @@
 import type { CommandWrapper } from '@packwarden/engines';
+import type { ProbeOutcome } from './probe.js';
 import type { ProxyEvent } from './proxy.js';
 
 export type IsolationMode = 'required' | 'auto' | 'off';
@@ -76,4 +77,10 @@ export interface CreateConfinementOptions {
   relay?: 'auto' | 'perl' | 'node';
   /** Platform seam. Default `process.platform`. */
   platform?: NodeJS.Platform;
+  /**
+   * What `probeIsolation` found, when the caller started it earlier with the same `bwrapPath`,
+   * `env`, `nodeBinary` and `platform`, to overlap its bubblewrap run with other work (the
+   * sandbox starts it while it copies and verifies the pack). Default: probe now.
+   */
+  probe?: Promise<ProbeOutcome>;
 }
