@@ -1,8 +1,12 @@
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { packwardenHome, type Env } from './env.js';
 import { PackManifestError } from './errors.js';
 import { isPackName, isSemver } from './names.js';
+import { readBoundedFile } from './read-bounded-file.js';
+
+/** `current.txt`: one version (at most 256 characters) and a newline. */
+const CURRENT_FILE_MAX_BYTES = 1024;
 
 const MANIFEST_FILE = 'agent.yaml';
 
@@ -59,22 +63,20 @@ async function hasManifest(dir: string): Promise<boolean> {
 /** Reads an installed pack's `current.txt`: one version, nothing that could leave the folder. */
 export async function readCurrentVersion(packDir: string): Promise<string> {
   const file = join(packDir, CURRENT_FILE);
-  let text: string;
-  try {
-    const info = await lstat(file);
-    if (!info.isFile() || info.size > 256) throw new Error('not a small regular file');
-    text = await readFile(file, 'utf8');
-  } catch (cause) {
+  // One descriptor, opened without following a link or waiting on a FIFO, checked and read:
+  // an lstat then a read by path could read what was swapped in between.
+  const read = readBoundedFile(file, CURRENT_FILE_MAX_BYTES);
+  if (read.kind !== 'read') {
     throw new PackManifestError(
       'ERR_PACK_CURRENT_INVALID',
       `${file} is missing or unreadable: reinstall the pack`,
       {
         file,
-        cause,
+        cause: 'cause' in read ? read.cause : new Error(`not a small regular file (${read.kind})`),
       },
     );
   }
-  const version = text.trim();
+  const version = read.bytes.toString('utf8').trim();
   if (!isSemver(version)) {
     throw new PackManifestError(
       'ERR_PACK_CURRENT_INVALID',

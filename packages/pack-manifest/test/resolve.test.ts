@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -124,6 +125,33 @@ describe('resolvePack', () => {
       );
       expect(error.code).toBe('ERR_PACK_CURRENT_INVALID');
     }
+  });
+
+  test('current.txt that is a symlink, a FIFO or a large file: refused, never followed or waited on', async () => {
+    const home = temp();
+    install(home, 'evil', ['1.0.0']);
+    const current = join(home, 'agents', 'evil', 'current.txt');
+    const elsewhere = join(temp(), 'v');
+    writeFileSync(elsewhere, '1.0.0\n');
+    const plant = [
+      () => symlinkSync(elsewhere, current),
+      () => execFileSync('mkfifo', [current]),
+      () => writeFileSync(current, `1.0.0${' '.repeat(4096)}\n`),
+    ];
+    for (const make of plant) {
+      rmSync(current, { force: true });
+      make();
+      const error = await refusal(
+        resolvePack('evil', { cwd: temp(), env: { PACKWARDEN_HOME: home } }),
+      );
+      expect(error.code).toBe('ERR_PACK_CURRENT_INVALID');
+    }
+    // The same folder with a plain current.txt resolves.
+    rmSync(current, { force: true });
+    writeFileSync(current, '1.0.0\n');
+    expect(
+      (await resolvePack('evil', { cwd: temp(), env: { PACKWARDEN_HOME: home } })).version,
+    ).toBe('1.0.0');
   });
 
   test('refuses references that are neither names nor paths, and unknown names', async () => {

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   compareManifestPaths,
@@ -9,6 +8,13 @@ import { loadPackManifest } from '@packwarden/pack-manifest';
 import type { EngineVerification, KeySelector, PackVerification } from '@packwarden/pack-signature';
 import { StoreError } from './errors.js';
 import type { ExtractedEntry } from './extract.js';
+import { readSmallFile } from './small-file.js';
+
+/**
+ * pack-signature's `PACK_SIGNATURE_MAX_BYTES` (4 MiB) and a newline: a copy, so that this module
+ * does not load the verifier (checked in test/bounded-reads.test.ts).
+ */
+export const SIGNATURE_FILE_MAX_BYTES = 4 * 1024 * 1024 + 1;
 import type { ResolvedArtifact } from './store.js';
 
 // Steps 4 and 5 of an install (README "Install: layout and guarantees", "Engines"), one strategy
@@ -82,7 +88,9 @@ async function digestAgainstIndex(
     );
   }
   if (source.signature !== undefined) {
-    const sig = await readFile(join(ctx.dir, signatureFile), 'utf8').catch(() => undefined);
+    // From the archive just extracted: a symlink or an oversized file is not the one listed.
+    const read = readSmallFile(join(ctx.dir, signatureFile), SIGNATURE_FILE_MAX_BYTES);
+    const sig = read.ok ? read.bytes.toString('utf8') : undefined;
     if (sig?.trim() !== source.signature.trim()) {
       throw new StoreError(
         'ERR_PACK_SIGNATURE_MISMATCH',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import {
@@ -10,10 +10,12 @@ import {
 } from '@packwarden/pack-digest';
 import { findPackFolders, loadPackManifest } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
+import { SIGNATURE_FILE_MAX_BYTES } from './artifact-checks.js';
 import { StoreError } from './errors.js';
 import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
 import { isSlug } from './refs.js';
 import { compareSemver } from './semver.js';
+import { readSmallFile } from './small-file.js';
 
 export interface BuildStaticStoreOptions {
   /** Output folder: `index.json` and `packs/<slug>/<slug>-<version>.tar.gz`. */
@@ -60,6 +62,22 @@ function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
+/** pack-signature's bound on engine metadata files (`engine.manifest.json`, `package.json`). */
+const ENGINE_METADATA_MAX_BYTES = 64 * 1024;
+
+/** A small file of an artifact being built, bounded: anything else is `ERR_BUILD_PACK_CHANGED`. */
+function readBuildFile(dir: string, name: string, maxBytes: number): string {
+  const read = readSmallFile(join(dir, name), maxBytes);
+  if (!read.ok) {
+    throw new StoreError(
+      'ERR_BUILD_PACK_CHANGED',
+      `${dir}: cannot read ${name} (${read.problem}); it was readable when the folder was checked`,
+      { subject: name },
+    );
+  }
+  return read.bytes.toString('utf8');
+}
+
 /** A pack folder's `agent.yaml`, for a build or an export: anything wrong is `ERR_BUILD_PACK_INVALID`. */
 export function loadBuildManifest(dir: string): ReturnType<typeof loadPackManifest>['manifest'] {
   try {
@@ -81,6 +99,7 @@ export async function packArchive(
     path: e.path,
     exec: e.mode === 'x',
     sha256: e.sha256 as string | undefined,
+    size: e.size,
     mode: e.mode,
   }));
   for (const f of files) {
@@ -100,7 +119,14 @@ export async function packArchive(
       subject: PACK_SIGNATURE_FILE,
     });
   }
-  if (sig) files.push({ path: PACK_SIGNATURE_FILE, exec: false, sha256: undefined, mode: 'f' });
+  if (sig)
+    files.push({
+      path: PACK_SIGNATURE_FILE,
+      exec: false,
+      sha256: undefined,
+      size: SIGNATURE_FILE_MAX_BYTES,
+      mode: 'f',
+    });
   files.sort((a, b) => byteOrder(a.path, b.path));
   const directories = new Set<string>();
   for (const f of files) {
@@ -136,14 +162,18 @@ export async function packArchive(
       tar.entry({ ...common, name: `${entry.path}/`, type: 'directory', mode: 0o755 });
       continue;
     }
-    const content = await readFile(join(dir, onDisk.get(entry.path) ?? entry.path));
+    // At most the size the digest saw (pack.sig: a token's bound), never through a symlink or
+    // from a FIFO swapped in since: a pack folder is the author's, and may be hostile.
+    const read = readSmallFile(join(dir, onDisk.get(entry.path) ?? entry.path), entry.size);
+    const content = read.ok ? read.bytes : undefined;
     if (
-      entry.sha256 !== undefined &&
-      createHash('sha256').update(content).digest('hex') !== entry.sha256
+      content === undefined ||
+      (entry.sha256 !== undefined &&
+        createHash('sha256').update(content).digest('hex') !== entry.sha256)
     ) {
       throw new StoreError(
         'ERR_BUILD_PACK_CHANGED',
-        `${dir}: ${entry.path} changed while the store was being built`,
+        `${dir}: ${entry.path} changed while the store was being built${read.ok ? '' : ` (${read.problem})`}`,
         {
           subject: entry.path,
         },
@@ -262,7 +292,8 @@ export async function buildStaticStore(
       pack,
       manifest,
     };
-    if (signed) entry.signature = (await readFile(join(dir, PACK_SIGNATURE_FILE), 'utf8')).trim();
+    if (signed)
+      entry.signature = readBuildFile(dir, PACK_SIGNATURE_FILE, SIGNATURE_FILE_MAX_BYTES).trim();
     built.set(key, entry);
   }
 
@@ -388,15 +419,14 @@ async function buildEngines(
       digest: digestManifest(entries.filter((entry) => entry !== signature)),
       signed: signature !== undefined,
     };
-    const meta = JSON.parse(await readFile(join(dir, 'engine.manifest.json'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
+    const meta = JSON.parse(
+      readBuildFile(dir, 'engine.manifest.json', ENGINE_METADATA_MAX_BYTES),
+    ) as Record<string, unknown>;
     versions.push({
       built,
       meta,
       ...(signature !== undefined
-        ? { signature: (await readFile(join(dir, ENGINE_SIGNATURE_FILE), 'utf8')).trim() }
+        ? { signature: readBuildFile(dir, ENGINE_SIGNATURE_FILE, SIGNATURE_FILE_MAX_BYTES).trim() }
         : {}),
     });
     bySlug.set(slug, versions);

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
+import { STORE_INDEX_LIMITS } from './index-schema.js';
+import { readSmallFile } from './small-file.js';
+
+/** The index as a JSON string (escapes may double it), with its URL and ETag. */
+const CACHED_INDEX_MAX_BYTES = 2 * STORE_INDEX_LIMITS.maxBytes + 64 * 1024;
 
 // The cache is an optimisation: every failure to read or write it is ignored, never fatal.
 
@@ -21,9 +26,11 @@ export async function readCachedIndex(
 ): Promise<CachedIndex | undefined> {
   if (!cacheDir) return undefined;
   try {
-    const parsed = JSON.parse(
-      await readFile(indexFile(cacheDir, url), 'utf8'),
-    ) as Partial<CachedIndex>;
+    // The cache holds one index (at most STORE_INDEX_LIMITS.maxBytes) as a JSON string: what is
+    // larger, a symlink or not a regular file was not written here, and is fetched afresh.
+    const read = readSmallFile(indexFile(cacheDir, url), CACHED_INDEX_MAX_BYTES);
+    if (!read.ok) return undefined;
+    const parsed = JSON.parse(read.bytes.toString('utf8')) as Partial<CachedIndex>;
     if (parsed.url === url && typeof parsed.etag === 'string' && typeof parsed.body === 'string') {
       return parsed as CachedIndex;
     }

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { link, open, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { abortError, StoreError } from './errors.js';
+import { readSmallFile } from './small-file.js';
+
+/** A lock holds `{ pid, host, … }`: far less than this. */
+const LOCK_FILE_MAX_BYTES = 4096;
 
 export interface LockOptions {
   timeoutMs: number;
@@ -26,7 +30,11 @@ function isAlive(pid: number): boolean {
 
 async function readLock(path: string): Promise<LockInfo | undefined> {
   try {
-    const parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<LockInfo>;
+    // A lock is a few dozen bytes: anything else (a symlink, a FIFO, a large file planted in the
+    // state folder) is not a lock this code wrote, and is judged by its age.
+    const read = readSmallFile(path, LOCK_FILE_MAX_BYTES);
+    if (!read.ok) return undefined;
+    const parsed = JSON.parse(read.bytes.toString('utf8')) as Partial<LockInfo>;
     if (typeof parsed.pid === 'number' && typeof parsed.host === 'string')
       return parsed as LockInfo;
   } catch {

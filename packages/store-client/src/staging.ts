@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest';
 import { isAtomicWriteTemporary } from '@packwarden/pack-manifest/fs';
 import { StoreError } from './errors.js';
 import { compareSemver } from './semver.js';
+import { readSmallFile } from './small-file.js';
+
+/** `current.txt` holds one version (at most 256 characters) and a newline. */
+const CURRENT_FILE_MAX_BYTES = 1024;
 
 // The staging folder and its promotion: the same for every kind of store and every artifact
 // type (README "Install: layout and guarantees").
@@ -105,18 +109,18 @@ export async function refuseDowngrade(
   slug: string,
   version: string,
 ): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(join(parent, CURRENT_FILE), { encoding: 'utf8' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+  // The state folder may be hostile: no symlink followed, no FIFO waited on, nothing large read.
+  // What is not a small regular file cannot name a version, and is refused below.
+  const read = readSmallFile(join(parent, CURRENT_FILE), CURRENT_FILE_MAX_BYTES);
+  if (!read.ok && read.kind === 'absent') return;
+  if (!read.ok && read.kind === 'failed') {
     throw new StoreError(
       'ERR_INSTALL_IO',
-      `cannot read ${join(parent, CURRENT_FILE)}: ${(error as Error).message}`,
-      { cause: error },
+      `cannot read ${join(parent, CURRENT_FILE)}: ${read.problem}`,
+      { cause: read.cause },
     );
   }
-  const current = text.trim();
+  const current = read.ok ? read.bytes.toString('utf8').trim() : '';
   const hint = 'pass allowDowngrade (the CLI: --allow-downgrade) to install it anyway';
   if (current.length > 256 || !isSemver(current)) {
     throw new StoreError(

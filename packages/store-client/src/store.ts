@@ -1,10 +1,11 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packwardenHome, parseStrictJson, readPackwardenEnv } from '@packwarden/pack-manifest';
 import { readCachedIndex, writeCachedIndex } from './cache.js';
 import { abortError, StoreError } from './errors.js';
 import { readBounded, request, statusError, type FetchLike } from './http.js';
+import { readSmallFile } from './small-file.js';
 import { attachStoreContext, type StoreContext } from './store-context.js';
 import {
   AgentHippoArtifactSchema,
@@ -134,8 +135,12 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
       const info = await stat(path);
       if (info.isDirectory())
         return await loadIndexText(new URL('index.json', `${url.href.replace(/\/?$/, '/')}`), ctx);
-      if (info.size > STORE_INDEX_LIMITS.maxBytes) throw tooLarge();
-      return { text: await readFile(path, 'utf8'), url };
+      // The user names the store, so a symlink to its index is followed; a FIFO or a file that
+      // grows past the bound while it is read is refused, not waited on or read unbounded.
+      const read = readSmallFile(path, STORE_INDEX_LIMITS.maxBytes, { followSymlinks: true });
+      if (!read.ok && (read.kind === 'too-large' || read.kind === 'grew')) throw tooLarge();
+      if (!read.ok) throw new Error(read.problem, { cause: read.cause });
+      return { text: read.bytes.toString('utf8'), url };
     } catch (cause) {
       if (cause instanceof StoreError) throw cause;
       throw new StoreError(
