@@ -34,6 +34,7 @@ export {
   GUARANTEE_IDS,
   ISOLATION_LIMITS,
   parseAllowedOrigin,
+  probeIsolation,
   RequestHeadReader,
   runDoctor,
   startHostProxy,
@@ -51,6 +52,8 @@ export type {
   HostProxy,
   HostProxyOptions,
   IsolationMode,
+  ProbeOptions,
+  ProbeOutcome,
   ProxyEvent,
 } from './isolation/index.js';
 export { SANDBOX_ENV_VARIABLES } from './env-vars.js';

@@ -2,6 +2,7 @@
 export { createConfinement } from './confinement.js';
 export { runDoctor, type DoctorOptions, type DoctorReport } from './doctor.js';
 export { ISOLATION_LIMITS } from './limits.js';
+export { probeIsolation, type ProbeOptions, type ProbeOutcome } from './probe.js';
 export {
   RequestHeadReader,
   startHostProxy,
