@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { computePackDigest, formatManifestLine } from '@packwarden/pack-digest';
 import { loadPackTrustRoot, selectTrustedKey, type PackTrustRoot } from '@packwarden/trust-root';
 import { generateKeypair, type GeneratedKeypair, type KeySelector } from '../src/index.js';
 
@@ -135,4 +136,32 @@ export function payloadJson(payload: Record<string, unknown> = {}): string {
     digestAlg: 'packwarden-digest/1',
     ...payload,
   });
+}
+
+/**
+ * Signs `payload` (any JSON object, valid as a pack.sig payload or not) with `key`, under a
+ * `JWT` header naming `kid`, and writes it as the pack.sig of `pack`.
+ */
+export function writeSignedPayload(
+  pack: string,
+  payload: Record<string, unknown>,
+  key: { privateKeyPem: string; kid: string },
+): void {
+  writeFileSync(
+    join(pack, 'pack.sig'),
+    `${craftToken(headerJson({ kid: key.kid }), JSON.stringify(payload), key.privateKeyPem)}\n`,
+  );
+}
+
+/** The payload `signPack` signs for `makePack()`'s `demo@1.2.3` as it is now, at `signedAt`. */
+export async function payloadFor(pack: string, signedAt: Date): Promise<Record<string, unknown>> {
+  const digest = await computePackDigest(pack);
+  return {
+    pack: 'demo',
+    packVersion: '1.2.3',
+    digest: digest.digest,
+    iat: Math.floor(signedAt.getTime() / 1000),
+    digestAlg: 'packwarden-digest/1',
+    files: digest.entries.map(formatManifestLine),
+  };
 }

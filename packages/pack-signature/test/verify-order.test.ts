@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computePackDigest, formatManifestLine } from '@packwarden/pack-digest';
+import type * as Jose from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   signEngine,
@@ -21,11 +21,11 @@ import {
 } from '../src/index.js';
 import {
   cleanupTemps,
-  craftToken,
-  headerJson,
   makePack,
   makeSigner,
   makeTemp,
+  payloadFor as payloadAt,
+  writeSignedPayload as writeSigned,
   type TestSigner,
 } from './helpers.js';
 
@@ -34,7 +34,7 @@ let joseVerdict: { accepts: boolean; delayMs: number } | undefined;
 let joseCalls = 0;
 
 vi.mock('jose', async (importOriginal) => {
-  const real = await importOriginal<typeof import('jose')>();
+  const real = await importOriginal<typeof Jose>();
   return {
     ...real,
     compactVerify: async (...args: Parameters<typeof real.compactVerify>) => {
@@ -68,24 +68,10 @@ async function signedPack(): Promise<string> {
 const verify = (pack: string, now?: () => Date): Promise<PackVerification> =>
   verifyPack(pack, { selectKey: signer.selectKey, ...(now ? { now } : {}) });
 
-function writeSignedPayload(pack: string, payload: Record<string, unknown>): void {
-  writeFileSync(
-    join(pack, 'pack.sig'),
-    `${craftToken(headerJson({ kid: signer.kid }), JSON.stringify(payload), signer.privateKeyPem)}\n`,
-  );
-}
+const writeSignedPayload = (pack: string, payload: Record<string, unknown>): void =>
+  writeSigned(pack, payload, signer);
 
-async function payloadFor(pack: string): Promise<Record<string, unknown>> {
-  const digest = await computePackDigest(pack);
-  return {
-    pack: 'demo',
-    packVersion: '1.2.3',
-    digest: digest.digest,
-    iat: Math.floor(SIGNED_AT.getTime() / 1000),
-    digestAlg: 'packwarden-digest/1',
-    files: digest.entries.map(formatManifestLine),
-  };
-}
+const payloadFor = (pack: string) => payloadAt(pack, SIGNED_AT);
 
 describe('jose refuses what Node accepted: bad-signature wins over every later answer', () => {
   it('the real jose agrees with Node on a good pack, and is asked once', async () => {

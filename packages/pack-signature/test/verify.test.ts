@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { chmodSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computePackDigest, formatManifestLine } from '@packwarden/pack-digest';
+import { computePackDigest } from '@packwarden/pack-digest';
 import { loadPackTrustRoot } from '@packwarden/trust-root';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -19,13 +19,13 @@ import {
 import {
   agentYaml,
   cleanupTemps,
-  craftToken,
-  headerJson,
   makePack,
   makeSigner,
   makeTemp,
+  payloadFor,
   selectorFor,
   trustRootFor,
+  writeSignedPayload as writeSigned,
   type TestSigner,
 } from './helpers.js';
 
@@ -56,30 +56,14 @@ const verify = (
   selectKey: KeySelector = signer.selectKey,
 ): Promise<PackVerification> => verifyPack(pack, { selectKey });
 
-/** Signs an arbitrary payload for `pack` with the trusted key and writes it as pack.sig. */
-function writeSignedPayload(
+/** Signs an arbitrary payload for `pack` with the trusted key (or another) as its pack.sig. */
+const writeSignedPayload = (
   pack: string,
   payload: Record<string, unknown>,
   privateKeyPem = signer.privateKeyPem,
-  kid = signer.kid,
-): void {
-  writeFileSync(
-    join(pack, 'pack.sig'),
-    `${craftToken(headerJson({ kid }), JSON.stringify(payload), privateKeyPem)}\n`,
-  );
-}
+): void => writeSigned(pack, payload, { privateKeyPem, kid: signer.kid });
 
-async function basePayload(pack: string): Promise<Record<string, unknown>> {
-  const digest = await computePackDigest(pack);
-  return {
-    pack: 'demo',
-    packVersion: '1.2.3',
-    digest: digest.digest,
-    iat: Math.floor(SIGNED_AT.getTime() / 1000),
-    digestAlg: 'packwarden-digest/1',
-    files: digest.entries.map(formatManifestLine),
-  };
-}
+const basePayload = (pack: string) => payloadFor(pack, SIGNED_AT);
 
 async function expectThrows(
   promise: Promise<unknown>,
