@@ -116,7 +116,7 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
   const now = options.now ?? (() => performance.now());
   const timers = options.timers ?? defaultTimers;
-  const { onProtocolError } = options;
+  const { onProtocolError, onLog } = guardedCallbacks(options);
   const handshake = new ClientHandshake();
   const channel = new ClientChannel(options.input, options.output, {
     maxFrameBytes: options.maxFrameBytes,
@@ -157,7 +157,7 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
     runs,
     channel,
     lose,
-    onLog: options.onLog,
+    onLog,
     onProtocolError,
   };
   channel.read((frame) => routeHostFrame(frame, targets));
@@ -178,6 +178,41 @@ export function connectRunner(options: ConnectRunnerOptions): RunnerClient {
     },
     close: () => lose('client closed'),
   };
+}
+
+/**
+ * The caller's `onProtocolError` and `onLog`, made unable to throw: they run inside the input
+ * handler, where a throw would be uncaught (ending the embedding process) and reading would stop
+ * (README "Frames the client cannot send"). A throwing `onLog` is reported to `onProtocolError`;
+ * a throwing `onProtocolError` has nowhere left to report to, and reading goes on.
+ */
+function guardedCallbacks(options: ConnectRunnerOptions): {
+  onProtocolError: ((message: string) => void) | undefined;
+  onLog: ((frame: LogFrame) => void) | undefined;
+} {
+  const report = options.onProtocolError;
+  const onProtocolError =
+    report === undefined
+      ? undefined
+      : (message: string) => {
+          try {
+            report(message);
+          } catch {
+            // Reported where the caller asked; a callback that throws loses only its report.
+          }
+        };
+  const log = options.onLog;
+  const onLog =
+    log === undefined
+      ? undefined
+      : (frame: LogFrame) => {
+          try {
+            log(frame);
+          } catch (error) {
+            onProtocolError?.(`onLog threw: ${(error as Error)?.message ?? String(error)}`);
+          }
+        };
+  return { onProtocolError, onLog };
 }
 
 interface FrameTargets {

@@ -348,6 +348,57 @@ describe('connectRunner against a hostile host', () => {
     await client.closed;
     child.kill('SIGKILL');
   });
+
+  it('callbacks that throw (onLog, onProtocolError): nothing escapes the input handler, reading goes on', async () => {
+    // Two logs, an invalid log between them, then a ping: the pong proves the client still reads.
+    const host = `
+      const send = (frame) => process.stdout.write(JSON.stringify(frame) + '\\n');
+      require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+        const frame = JSON.parse(line);
+        if (frame.type === 'hello') {
+          send({ type: 'welcome', protocol: 1, host: { name: 'h' }, engines: [], capabilities: {} });
+          send({ type: 'log', level: 'info', message: 'first' });
+          send({ type: 'log', level: 'shout', message: 3 });
+          send({ type: 'log', level: 'info', message: 'second' });
+          send({ type: 'ping', id: 'still-reading' });
+        } else if (frame.type === 'pong') {
+          send({ type: 'log', level: 'info', message: 'pong ' + frame.id });
+        }
+      });`;
+    const child = spawn(process.execPath, ['-e', host], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => void uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    const logs: string[] = [];
+    const reports: string[] = [];
+    const done = deferred<void>();
+    const client = connectRunner({
+      input: child.stdout,
+      output: child.stdin,
+      onLog: (frame) => {
+        logs.push(frame.message);
+        if (frame.message === 'pong still-reading') done.resolve();
+        throw new Error(`onLog fails on ${frame.message}`);
+      },
+      onProtocolError: (message) => {
+        reports.push(message);
+        throw new Error('onProtocolError fails too');
+      },
+    });
+    try {
+      await client.welcome;
+      await done.promise;
+      expect(logs).toEqual(['first', 'second', 'pong still-reading']);
+      expect(reports).toContain('onLog threw: onLog fails on first');
+      expect(reports.some((report) => report.startsWith('invalid "log" frame'))).toBe(true);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      client.close();
+      await client.closed;
+      child.kill('SIGKILL');
+    }
+  });
 });
 
 describe('connectRunnerSocket', () => {
