@@ -1,8 +1,8 @@
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CURRENT_FILE, isSemver, type AgentManifest } from '@packwarden/pack-manifest';
-import { createClaudeEngine, type CreateClaudeEngineOptions } from './claude-engine.js';
-import { createCodexEngine, type CreateCodexEngineOptions } from './codex-engine.js';
+import type { CreateClaudeEngineOptions } from './claude-engine.js';
+import type { CreateCodexEngineOptions } from './codex-engine.js';
 import type { CommandWrapper } from './command-wrapper.js';
 import { loadCustomEngine } from './custom-engine.js';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './custom-manifest.js';
@@ -159,11 +159,11 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
   );
 }
 
-function loadBuiltInEngine(
+async function loadBuiltInEngine(
   id: string,
   pack: PackIdentity,
   options: LoadPackEngineOptions,
-): Promise<PackEngine> | PackEngine {
+): Promise<PackEngine> {
   const { manifest, packDir } = options;
   if (id === 'exec') {
     const spec = parseExecSpec((manifest.spec as Record<string, unknown>).exec, packDir);
@@ -199,9 +199,14 @@ function loadBuiltInEngine(
       ...(confinedWrites !== undefined ? { confinedWrites } : {}),
       ...(onModelOrigin !== undefined ? { onModelOrigin } : {}),
     };
-    return id === 'claude'
-      ? createClaudeEngine(engineOptions as CreateClaudeEngineOptions)
-      : createCodexEngine(engineOptions as CreateCodexEngineOptions);
+    // Imported here, not with this module: a sandbox of any other engine never loads them (nor
+    // node:http behind their model gateway), ~4 ms of every boot (issue 14, bench/boot).
+    if (id === 'claude') {
+      const { createClaudeEngine } = await import('./claude-engine.js');
+      return createClaudeEngine(engineOptions as CreateClaudeEngineOptions);
+    }
+    const { createCodexEngine } = await import('./codex-engine.js');
+    return createCodexEngine(engineOptions as CreateCodexEngineOptions);
   }
   throw new EngineError('ERR_ENGINE_NOT_FOUND', `no built-in engine ${JSON.stringify(id)}`);
 }
