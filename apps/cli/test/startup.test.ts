@@ -26,10 +26,11 @@ afterEach(cleanTemps);
  * (`../../node_modules/.pnpm/jose@6.2.18/…`, `../../packages/pack-signature/src/…`), called the
  * first time the module is imported: a wrapper that ran is a module that was loaded.
  */
-function loadedSources(args: string[], env: Record<string, string> = {}) {
+function loadedSources(args: string[], env: Record<string, string> = {}, input?: string) {
   const coverage = tempDir();
   const result = spawnSync(process.execPath, [bin, ...args], {
     encoding: 'utf8',
+    ...(input === undefined ? {} : { input }),
     env: { ...process.env, PACKWARDEN_HOME: tempDir(), NODE_V8_COVERAGE: coverage, ...env },
   });
   const wrapped = new Set<string>();
@@ -54,6 +55,7 @@ function loadedSources(args: string[], env: Record<string, string> = {}) {
   }
   return {
     status: result.status,
+    stdout: result.stdout,
     stderr: result.stderr,
     wrapped: [...wrapped],
     sources: [...sources],
@@ -95,6 +97,28 @@ describe('start-up: cheap commands do not load the verifier, jose or the tar cod
     // Each heavy module is one the probe can see (wrapped, not hoisted into the bundle's top).
     for (const heavy of HEAVY) expect(loaded.wrapped.some((s) => heavy.test(s))).toBe(true);
     expect(heavyIn(loaded.sources)).toEqual([]);
+  });
+
+  test('a sandbox boot of a custom-engine pack runs neither the claude nor the codex engine (issue 14 target 4)', () => {
+    const pack = copyOfExample();
+    const stateDir = tempDir();
+    const loaded = loadedSources(
+      ['sandbox', '--stdio', '--agent', pack, '--state-dir', stateDir, '--isolation', 'off'],
+      {},
+      `${JSON.stringify({ type: 'hello', protocols: [1] })}\n${JSON.stringify({ type: 'shutdown' })}\n`,
+    );
+    expect(loaded.status, loaded.stderr).toBe(0);
+    expect(loaded.stdout).toContain('"type":"welcome"');
+    const engines = /^packages\/engines\/src\/(claude|codex|custom)-engine\.ts$/;
+    // All three are wrappers the probe can see; only the pack's own kind of engine ran.
+    expect(loaded.wrapped.filter((s) => engines.test(s)).sort()).toEqual([
+      'packages/engines/src/claude-engine.ts',
+      'packages/engines/src/codex-engine.ts',
+      'packages/engines/src/custom-engine.ts',
+    ]);
+    expect(loaded.sources.filter((s) => engines.test(s))).toEqual([
+      'packages/engines/src/custom-engine.ts',
+    ]);
   });
 
   test('store list --help, and store list on a local static store (issue 14 item 3)', () => {
