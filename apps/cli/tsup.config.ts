@@ -43,18 +43,23 @@ const shared: Options = {
  * `vm.Script` has no dynamic-import callback without flags); the engine SDKs, which are ES modules
  * only, are imported by `bin.ts` on the bundle's behalf.
  */
-const bundle: Options = {
+/** What the three files `buildBundleWithCodeCache` makes share: each one file, built quietly. */
+const oneFile: Options = {
   ...shared,
   // Not this file again: its default export would rebuild everything, and this step with it.
   config: false,
-  entry: { cli: 'src/index.ts' },
-  format: ['cjs'],
-  outExtension: () => ({ js: '.cjs' }),
   splitting: false,
   sourcemap: true,
   clean: false,
   dts: false,
   silent: true,
+};
+
+const bundle: Options = {
+  ...oneFile,
+  entry: { cli: 'src/index.ts' },
+  format: ['cjs'],
+  outExtension: () => ({ js: '.cjs' }),
   noExternal: [/./],
   define: {
     'import.meta.url': '__packwardenImportMetaUrl',
@@ -111,16 +116,10 @@ const bundle: Options = {
  * entry point costs Node's ESM loader (bench/README.md, "CLI start-up").
  */
 const executable: Options = {
-  ...shared,
-  config: false,
+  ...oneFile,
   entry: { bin: 'src/bin.ts' },
   format: ['cjs'],
   outExtension: () => ({ js: '.cjs' }),
-  splitting: false,
-  sourcemap: true,
-  clean: false,
-  dts: false,
-  silent: true,
   define: {
     __PACKWARDEN_BUNDLE_HEAD__: JSON.stringify(BUNDLE_WRAPPER.head),
     __PACKWARDEN_BUNDLE_TAIL__: JSON.stringify(BUNDLE_WRAPPER.tail),
@@ -130,19 +129,15 @@ const executable: Options = {
 
 /** `dist/esm-resolve.js`: `import.meta.resolve` for the CommonJS executable, an ES module. */
 const esmResolve: Options = {
-  ...shared,
-  config: false,
+  ...oneFile,
   entry: { 'esm-resolve': 'src/esm-resolve.ts' },
   format: ['esm'],
-  splitting: false,
   sourcemap: false,
-  clean: false,
-  dts: false,
-  silent: true,
 };
 
 /**
- * Builds `dist/cli.cjs`, `dist/bin.cjs` and `dist/esm-resolve.js`, stamps the bundle with a build id, and has a child Node run from it, in-process,
+ * Builds `dist/cli.cjs`, `dist/bin.cjs` and `dist/esm-resolve.js`, stamps the bundle with a build
+ * id, and has a child Node run from it, in-process,
  * the command whose start-up matters most (`pack verify`, on a copy of the example pack signed
  * with a temp key) and `--help`, then write the V8 code cache of everything they compiled next
  * to it (only those: a larger cache costs every command more to load). Made

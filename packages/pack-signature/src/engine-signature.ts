@@ -16,12 +16,11 @@ import {
 } from './sign-folder.js';
 import type { PackSignatureHeader } from './strict-jws.js';
 import {
-  checkFolderSignature,
   digestOrRefusal,
   invalidResult,
-  resolveVerifyOptions,
   type ResolvedVerifyOptions,
   type SignedFolderKind,
+  verifySignedFolder,
 } from './verify-folder.js';
 
 /**
@@ -163,11 +162,8 @@ export async function verifyEngine(
   engineDir: string,
   options: VerifyEngineOptions,
 ): Promise<EngineVerification> {
-  const resolved = resolveVerifyOptions(options, ENGINE_SIGNATURE.caller);
-  const checked = await checkFolderSignature(engineDir, resolved, ENGINE_SIGNATURE);
-  if (checked.kind !== 'authentic') return checked;
-  return checked.settle(
-    checkEngineContent(engineDir, resolved, options.expectedId, checked.payload, checked.claims),
+  return verifySignedFolder(engineDir, options, ENGINE_SIGNATURE, (payload, claims, resolved) =>
+    checkEngineContent(engineDir, resolved, options.expectedId, payload, claims),
   );
 }
 

@@ -148,7 +148,7 @@ export function resolveVerifyOptions(
  * jose may still be checking when this resolves `authentic`: the caller passes its own result
  * through `settle`, which waits for jose and answers `bad-signature` if it refused.
  */
-export async function checkFolderSignature<S extends SignedPayloadSchema, I, U extends string>(
+async function checkFolderSignature<S extends SignedPayloadSchema, I, U extends string>(
   dir: string,
   options: ResolvedVerifyOptions,
   kind: SignedFolderKind<S, I, U>,
@@ -314,6 +314,27 @@ function judgePayload<S extends SignedPayloadSchema, I, U extends string>(
     );
   }
   return { kind: 'authentic', payload, claims };
+}
+
+/**
+ * Verifies a signed folder of `kind`: the shared steps (`checkFolderSignature`), then, on an
+ * authentic payload, the caller's own `checkContent`, whose answer passes through `settle`. The
+ * one way the verifiers reach `checkFolderSignature`, so that none can forget to wait for jose.
+ */
+export async function verifySignedFolder<S extends SignedPayloadSchema, I, U extends string, R>(
+  dir: string,
+  options: VerifyFolderOptions,
+  kind: SignedFolderKind<S, I, U>,
+  checkContent: (
+    payload: z.output<S>,
+    claims: SignedClaims<I>,
+    resolved: ResolvedVerifyOptions,
+  ) => Promise<R>,
+): Promise<R | SharedRefusal<I, U>> {
+  const resolved = resolveVerifyOptions(options, kind.caller);
+  const checked = await checkFolderSignature(dir, resolved, kind);
+  if (checked.kind !== 'authentic') return checked;
+  return checked.settle(checkContent(checked.payload, checked.claims, resolved));
 }
 
 /**

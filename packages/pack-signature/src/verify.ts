@@ -14,13 +14,12 @@ import type { KeySelector } from './key-selection.js';
 import { PackSignaturePayloadSchema } from './payload.js';
 import type { PackInvalid, PackSignatureClaims, PackVerification } from './results.js';
 import {
-  checkFolderSignature,
   codeOf,
   digestOrRefusal,
   invalidResult,
-  resolveVerifyOptions,
   type ResolvedVerifyOptions,
   type SignedFolderKind,
+  verifySignedFolder,
 } from './verify-folder.js';
 
 export interface VerifyPackOptions {
@@ -63,10 +62,9 @@ export async function verifyPack(
   packDir: string,
   options: VerifyPackOptions,
 ): Promise<PackVerification> {
-  const resolved = resolveVerifyOptions(options, PACK_SIGNATURE.caller);
-  const checked = await checkFolderSignature(packDir, resolved, PACK_SIGNATURE);
-  if (checked.kind !== 'authentic') return checked;
-  return checked.settle(checkPackContent(packDir, resolved, checked.payload, checked.claims));
+  return verifySignedFolder(packDir, options, PACK_SIGNATURE, (payload, claims, resolved) =>
+    checkPackContent(packDir, resolved, payload, claims),
+  );
 }
 
 /** The steps after an authentic payload: identity, digest algorithm, `files` claim, digest. */
