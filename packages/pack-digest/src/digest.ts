@@ -72,7 +72,7 @@ export async function computePackDigest(
   const listing = listFilesToHash(threads, options.parallel ?? 'auto', signal);
   try {
     const resolvedRoot = resolveRoot(root);
-    const walked = await walkPack(resolvedRoot, limits, signal, listing.add);
+    const walked = await walkPack(resolvedRoot, limits, signal, listing.add, listing.mayYield);
     const files = walked.filter((entry) => entry.kind === 'file');
     const links = walked.filter((entry) => entry.kind === 'symlink');
 
@@ -192,12 +192,23 @@ async function hashSymlink(entry: WalkedEntry): Promise<PackDigestEntry> {
  * and hands them the files listed so far, then more every `HAND_OUT_EVERY_FILES`, so that they
  * boot and hash while the walk goes on: started after the walk, cold workers (~30–40 ms each)
  * found the calling thread had hashed much of the list (issue 14). Small packs never start one.
+ *
+ * Until the threads have started, when they may still start, the walk does not yield to the
+ * event loop (`mayYield`; it still does every 256 folders): whatever the caller runs meanwhile
+ * would delay them. The CLI parses agent.yaml while the pack is hashed (~20 ms cold); at the
+ * walk's first yield, 16 folders into 20,000 files, the threads had not started, and the whole
+ * process waited for the parse (issue 14).
  */
 function listFilesToHash(
   threads: number,
   parallel: 'auto' | 'never' | 'always',
   signal?: AbortSignal,
-): { add(absolutePath: string): void; hash(): Promise<HashedFile[]>; close(): Promise<void> } {
+): {
+  add(absolutePath: string): void;
+  mayYield(): boolean;
+  hash(): Promise<HashedFile[]>;
+  close(): Promise<void>;
+} {
   const paths: string[] = [];
   // From this many files on, hashFiles would use `threads` threads whatever the rest of the list.
   const startAt =
@@ -215,6 +226,7 @@ function listFilesToHash(
         handedOut = paths.length;
       }
     },
+    mayYield: () => pool !== undefined || startAt === Infinity,
     hash: () =>
       pool === undefined
         ? hashFiles(paths, threads, parallel, signal)

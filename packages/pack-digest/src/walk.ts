@@ -14,8 +14,10 @@ export interface WalkedEntry {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 // Folders are read synchronously (a readdir is a few microseconds; a trip through the thread
-// pool costs more than that), yielding to the event loop every few folders.
+// pool costs more than that), yielding to the event loop every few folders once the caller is
+// ready for it, and every so many folders in any case.
 const YIELD_EVERY_DIRECTORIES = 16;
+const YIELD_AT_LEAST_EVERY_DIRECTORIES = 256;
 // Printable ASCII: valid UTF-8, no control character, its own NFC form, one byte per character.
 const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
 // What Node puts in a name read as a string for bytes that are not UTF-8.
@@ -136,13 +138,15 @@ function ioError(error: unknown, path: string): PackDigestError {
  * Lists every regular file and symlink under `root` (already resolved, a directory), never
  * following symlinks, refusing what spec rule 3 refuses, within `limits`. Order is unspecified.
  * `onFile` hears of each regular file as it is listed, in the order of the result, so that a
- * caller can start reading files before the walk is over.
+ * caller can start reading files before the walk is over. The walk yields to the event loop
+ * every 16 folders while `mayYield` says so (by default, always), and every 256 in any case.
  */
 export async function walkPack(
   root: string,
   limits: PackDigestLimits,
   signal?: AbortSignal,
   onFile?: (absolutePath: string) => void,
+  mayYield: () => boolean = () => true,
 ): Promise<WalkedEntry[]> {
   const entries: WalkedEntry[] = [];
   const queue: Folder[] = [{ absolutePath: root, path: '', pathBytes: 0, depth: 0 }];
@@ -238,12 +242,18 @@ export async function walkPack(
     }
   };
 
-  let visited = 0;
+  let sinceYield = 0;
   while (queue.length > 0) {
     if (signal?.aborted) throw signal.reason;
     visit(queue.pop()!);
-    if (++visited % YIELD_EVERY_DIRECTORIES === 0)
+    sinceYield++;
+    if (
+      sinceYield >= YIELD_AT_LEAST_EVERY_DIRECTORIES ||
+      (sinceYield >= YIELD_EVERY_DIRECTORIES && mayYield())
+    ) {
+      sinceYield = 0;
       await new Promise((resolve) => setImmediate(resolve));
+    }
   }
   return entries;
 }

@@ -69,6 +69,43 @@ describe('threads started during the walk', () => {
     expect(liveThreads()).toBe(before);
   });
 
+  test('the walk lets the event loop run only once the threads have started', async () => {
+    // 26 folders of 100 files: the 2,048th file is listed in the 21st folder. The walk used to
+    // yield after 16 folders, where a caller's other work (the CLI parses agent.yaml) ran before
+    // any thread had started, and delayed them.
+    const root = tree(manyFiles(2600));
+    const before = liveThreads();
+    let threadsAtFirstTurn: number | undefined;
+    setImmediate(() => (threadsAtFirstTurn = liveThreads()));
+    const digest = await computePackDigest(root, { threads: 2 });
+    expect(digest.entries).toHaveLength(2600);
+    expect(threadsAtFirstTurn).toBeGreaterThan(before);
+    expect(liveThreads()).toBe(before);
+  });
+
+  test('until then it yields every 256 folders, and every 16 when threads cannot start', async () => {
+    const root = tree([{ path: 'agent.yaml', content: 'x' }]);
+    for (let i = 0; i < 600; i++) mkdirSync(join(root, `z${i}`));
+    /** Turns of the event loop while the digest runs (one per turn, until it is done). */
+    const turnsDuring = async (options: ComputePackDigestOptions) => {
+      let turns = 0;
+      let done = false;
+      const tick = () => {
+        if (done) return;
+        turns++;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      await computePackDigest(root, options);
+      done = true;
+      return turns;
+    };
+    // 601 folders: after 256 and 512 (threads may still start: one file listed so far).
+    expect(await turnsDuring({ threads: 2 })).toBeLessThanOrEqual(4);
+    // One thread: none can start, so the walk yields every 16 folders, as it always did.
+    expect(await turnsDuring({ threads: 1 })).toBeGreaterThanOrEqual(600 / 16 - 2);
+  });
+
   test('with parallel: always they start at the second file, and give the same digest', async () => {
     const root = tree(manyFiles(1200));
     const always = await computePackDigest(root, { parallel: 'always', threads: 2 });
