@@ -59,7 +59,7 @@ export class HostTransport {
       maxFrameBytes: options.maxFrameBytes,
       highWaterBytes: options.highWaterBytes,
       ...(options.coalesceDeltas === false ? { maxCoalescedBytes: 0 } : {}),
-      scrub: (json) => secrets.scrubJson(json),
+      scrub: (json) => secrets.scrubFrame(json),
       onClose: () => options.onOutputClosed(),
     });
   }

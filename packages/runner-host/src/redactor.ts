@@ -111,14 +111,33 @@ export class SecretSet {
   }
 
   /**
-   * Scrubs a serialised JSON document. JSON.stringify escapes character by character, so a string
-   * value containing a secret always contains the secret's escaped form, starting on an escape
-   * boundary (never right after an odd run of backslashes, where it would be the tail of `\n`,
-   * `\u00XX` …, and replacing it would corrupt the document).
+   * Scrubs a serialised JSON document: the secrets inside its strings, keys and values, and
+   * nothing else, so that a valid document stays valid and keeps its shape. JSON.stringify
+   * escapes character by character, so a string containing a secret always contains the secret's
+   * escaped form, starting on an escape boundary (never right after an odd run of backslashes,
+   * where it would be the tail of `\n`, `\u00XX` …, and replacing it would corrupt the string).
+   *
+   * Numbers, `true`, `false`, `null` and punctuation are never changed: replacing digits inside
+   * a number (a secret `100000` in a count of `1000000`) made the document invalid. A secret made
+   * only of such characters can therefore still appear there. Text that is not JSON is scrubbed
+   * everywhere, as plain text is.
    */
   scrubJson(json: string): string {
     this.#refresh();
-    return scrub(json, this.#escaped, true);
+    return scrubJsonStrings(json, this.#escaped, keepNothing);
+  }
+
+  /**
+   * Scrubs one serialised frame (README "Secrets"): as {@link SecretSet.scrubJson}, except that
+   * what the protocol itself says is left as it is: the keys of the frame and of its parts, and
+   * the values of `type`, `runId`, `stopReason`, `level`, `outcome`, `questionId` and `id`. A
+   * secret that is also a protocol word (a `turnEnv` value `warning` or `result`) made
+   * `"type":"[redacted]"`, a frame no driver can read. Every other string is scrubbed, keys
+   * included, inside a tool's `input` and `output`.
+   */
+  scrubFrame(json: string): string {
+    this.#refresh();
+    return scrubJsonStrings(json, this.#escaped, keepProtocolWords);
   }
 
   /** Length of the longest suffix of `text` that is a proper prefix of some secret. */
@@ -214,6 +233,94 @@ function scrub(text: string, needles: readonly string[], json: boolean): string 
     for (const needle of needles) out = replaceNeedle(out, needle, '', json);
   }
   return out;
+}
+
+/** Where a string sits in a JSON document, for the rule that may keep it as it is. */
+interface StringPlace {
+  /** Containers around it: 1 for a member of the top-level object. */
+  depth: number;
+  /** A key, not a value. */
+  isKey: boolean;
+  /** The key of the top-level member it is in (its own key, for a top-level member's value). */
+  member: string | undefined;
+}
+
+type KeepRule = (place: StringPlace) => boolean;
+
+const keepNothing: KeepRule = () => false;
+
+/** Top-level members of a frame whose values are protocol words or identifiers (frames.ts). */
+const PROTOCOL_VALUE_MEMBERS = new Set([
+  'type',
+  'runId',
+  'stopReason',
+  'level',
+  'outcome',
+  'questionId',
+  'id',
+]);
+/** Top-level members of a frame that hold an engine's own JSON: its keys are scrubbed too. */
+const ENGINE_JSON_MEMBERS = new Set(['input', 'output']);
+
+const keepProtocolWords: KeepRule = ({ depth, isKey, member }) => {
+  if (depth === 1) return isKey || PROTOCOL_VALUE_MEMBERS.has(member ?? '');
+  return isKey && !ENGINE_JSON_MEMBERS.has(member ?? '');
+};
+
+/** Index of the quote that closes the string opening at `open`, or -1 when there is none. */
+function closingQuote(json: string, open: number): number {
+  for (let i = open + 1; i < json.length; i += 1) {
+    const unit = json.charCodeAt(i);
+    if (unit === 0x5c) i += 1;
+    else if (unit === 0x22) return i;
+  }
+  return -1;
+}
+
+/**
+ * Scrubs the contents of the strings of a JSON document (those `keep` does not keep) and copies
+ * everything else. A document it cannot follow (not JSON) is scrubbed everywhere: never less.
+ */
+function scrubJsonStrings(json: string, needles: readonly string[], keep: KeepRule): string {
+  // Most lines hold no secret at all: find that out with indexOf before reading the structure,
+  // and look in each string only for the secrets the line holds somewhere.
+  const present = needles.filter((needle) => containsNeedle(json, [needle], true));
+  if (present.length === 0) return json;
+  needles = present;
+  // Per open container: whether it is an object, and whether its next string is a key.
+  const objects: boolean[] = [];
+  const expectKey: boolean[] = [];
+  let member: string | undefined;
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < json.length; i += 1) {
+    const unit = json.charCodeAt(i);
+    if (unit === 0x7b || unit === 0x5b) {
+      objects.push(unit === 0x7b);
+      expectKey.push(unit === 0x7b);
+    } else if (unit === 0x7d || unit === 0x5d) {
+      if (objects.pop() !== (unit === 0x7d)) return scrub(json, needles, true);
+      expectKey.pop();
+      if (objects.length === 1) member = undefined;
+    } else if (unit === 0x2c) {
+      const top = objects.length - 1;
+      if (top >= 0) expectKey[top] = objects[top]!;
+    } else if (unit === 0x22) {
+      const close = closingQuote(json, i);
+      if (close === -1) return scrub(json, needles, true);
+      const top = objects.length - 1;
+      const isKey = top >= 0 && expectKey[top] === true;
+      if (isKey) expectKey[top] = false;
+      if (isKey && objects.length === 1) member = json.slice(i + 1, close);
+      if (!keep({ depth: objects.length, isKey, member })) {
+        out += json.slice(copied, i + 1) + scrub(json.slice(i + 1, close), needles, true);
+        copied = close;
+      }
+      i = close;
+    }
+  }
+  if (objects.length !== 0) return scrub(json, needles, true);
+  return copied === 0 ? json : out + json.slice(copied);
 }
 
 /**

@@ -331,6 +331,48 @@ describe('startRunnerHost', () => {
     await client.shutdown();
   });
 
+  it('scrubs secrets without breaking a frame: numbers and protocol words stay', async () => {
+    // turnEnv values count as secrets: a count and a level name are ordinary ones. Scrubbing them
+    // anywhere in the line made `"inputTokens":[redacted]0` and `"type":"[redacted]"`.
+    const harness = await serve({
+      engine: engine('e', async (_m, _o, emitter) => {
+        await emitter.warning('level', 'warning: key sk-live-abcdef');
+        await emitter.toolEnd({ toolCallId: 't1', name: 'count', output: { tokens: 1000000 } });
+        await emitter.text('the result');
+      }),
+    });
+    const peer = await RawPeer.open({ socket: harness.socketPath }, { recordRaw: true });
+    await peer.hello();
+    await peer.send({
+      type: 'run',
+      runId: 'r1',
+      message: 'go',
+      turnEnv: {
+        MAX_TOKENS: '100000',
+        LOG_LEVEL: 'warning',
+        MODE: 'result',
+        KEY: 'sk-live-abcdef',
+      },
+    });
+    await peer.waitFor((f) => f.type === 'result' || f.type === 'failed', 5000, 'the outcome');
+    expect(peer.decodeErrors).toEqual([]);
+    expect(peer.runFrames('r1').map((f) => f.type)).toEqual([
+      'accepted',
+      'warning',
+      'tool_end',
+      'text',
+      'result',
+    ]);
+    expect(peer.runFrames('r1')[1]).toMatchObject({
+      code: 'level',
+      message: '[redacted]: key [redacted]',
+    });
+    expect(peer.runFrames('r1')[2]).toMatchObject({ output: { tokens: 1000000 } });
+    expect(peer.runFrames('r1')[3]).toMatchObject({ delta: 'the [redacted]' });
+    expect(peer.raw.toString()).not.toContain('sk-live-abcdef');
+    await peer.close();
+  });
+
   it('never echoes a secret from an invalid run frame or a broken line', async () => {
     const entries: RunnerHostLogEntry[] = [];
     const harness = await serve({
