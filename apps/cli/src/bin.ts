@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import type * as FsPromises from 'node:fs/promises';
 import type * as Cli from './index.js';
 import { PipeOutput } from './pipe-output.js';
 
@@ -102,7 +103,9 @@ function loadProgram(): typeof Cli {
   // from process.getBuiltinModule, without the CommonJS resolver createRequire sets up.
   let resolver: NodeJS.Require | undefined;
   const bundleRequire = (id: string): unknown =>
-    process.getBuiltinModule(id) ?? (resolver ??= createRequire(filename))(id);
+    id === 'node:fs/promises'
+      ? lazyFsPromises
+      : (process.getBuiltinModule(id) ?? (resolver ??= createRequire(filename))(id));
   const module = { exports: {} as typeof Cli };
   (script.runInThisContext() as (...args: unknown[]) => void)(
     module.exports,
@@ -122,6 +125,18 @@ function loadProgram(): typeof Cli {
   );
   return module.exports;
 }
+
+/**
+ * `node:fs/promises` as the bundle sees it: loaded when a command first calls one of its
+ * functions. Dozens of the bundle's modules import it when they load, and loading it loads
+ * readline, the file watchers and `fs.Dir` (~5 M instructions, issue 14), which `pack verify`
+ * and `--help` never use. The bundle only reads its functions (`(0, x.readFile)(…)`), each
+ * of which is the module's own.
+ */
+const lazyFsPromises: typeof FsPromises = new Proxy({} as typeof FsPromises, {
+  get: (_target, key) =>
+    (process.getBuiltinModule('node:fs/promises') as Record<PropertyKey, unknown>)[key],
+});
 
 /**
  * The V8 data of `cache` when its header names the build id at the end of `source` and the data

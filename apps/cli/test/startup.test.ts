@@ -376,7 +376,7 @@ describe("output on a pipe or a socket: written to the descriptor, Node's stream
   });
 
   /** Runs the binary with a probe that lists, in `file`, the Node modules loaded by exit. */
-  function probeModules() {
+  function probeModules(pattern = /^NativeModule (net|child_process|dgram|tty)$/) {
     const dir = tempDir();
     const file = join(dir, 'modules.json');
     const probe = join(dir, 'probe.cjs');
@@ -387,9 +387,7 @@ describe("output on a pipe or a socket: written to the descriptor, Node's stream
     return {
       probe,
       loaded: () =>
-        (JSON.parse(readFileSync(file, 'utf8')) as string[]).filter((m) =>
-          /^NativeModule (net|child_process|dgram|tty)$/.test(m),
-        ),
+        (JSON.parse(readFileSync(file, 'utf8')) as string[]).filter((m) => pattern.test(m)),
     };
   }
 
@@ -415,6 +413,35 @@ describe("output on a pipe or a socket: written to the descriptor, Node's stream
     expect(onPipe.status, onPipe.stderr).toBe(0);
     expect(onPipe.stdout).toBe(expected.stdout);
     expect(pipeProbe.loaded()).toEqual([]);
+  });
+
+  test('pack verify, pack info and --help never load node:fs/promises; a command that uses it does', () => {
+    // bin.ts hands the bundle node:fs/promises as an object that loads it on first use: dozens
+    // of modules import it, and loading it loads readline, the file watchers and fs.Dir.
+    const dir = copyOfExample();
+    const keys = tempDir();
+    const keyPem = join(keys, 'key.pem');
+    const run = (args: string[]) => {
+      const probe = probeModules(/^NativeModule (fs\/promises|internal\/readline\/interface)$/);
+      const result = spawnSync(process.execPath, ['-r', probe.probe, bin, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, PACKWARDEN_HOME: tempDir() },
+      });
+      expect(result.status, result.stderr).toBe(0);
+      return probe.loaded();
+    };
+    run(['pack', 'keygen', '--kid', 'k', '-o', keyPem]);
+    run(['pack', 'sign', dir, '--key', keyPem, '--kid', 'k']);
+    expect(run(['pack', 'verify', dir, '--keys', join(keys, 'key.keys.json')])).toEqual([]);
+    expect(run(['pack', 'info', dir])).toEqual([]);
+    expect(run(['--help'])).toEqual([]);
+    // pack schema -o writes with fs/promises' writeFile: loaded when called, and it works.
+    const schema = join(tempDir(), 'schema.json');
+    expect(run(['pack', 'schema', '-o', schema])).toEqual([
+      'NativeModule internal/readline/interface',
+      'NativeModule fs/promises',
+    ]);
+    expect(JSON.parse(readFileSync(schema, 'utf8'))).toHaveProperty('$schema');
   });
 
   test("sandbox commands keep Node's streams (the probe sees node:net load for them)", () => {
