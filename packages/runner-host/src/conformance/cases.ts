@@ -721,6 +721,79 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'secrets keep frames whole',
+    description:
+      'turnEnv values that are protocol words (warning, result, cancelled) or numbers (100000) are scrubbed from text only: every frame stays valid JSON with its type, stopReason and numbers, and the run ends in result',
+    async run(context) {
+      const peer = await ready(context, { recordRaw: true });
+      const key = `sk-${process.pid}-WORDS-0123456789`;
+      const runId = await startRun(
+        peer,
+        'words',
+        [
+          { op: 'warning', code: 'notice', message: `warning: result ${key}` },
+          {
+            op: 'tool',
+            toolCallId: 't1',
+            name: 'count',
+            input: { limit: 100000 },
+            output: { tokens: 1000000 },
+          },
+          { op: 'text', text: 'the result is cancelled' },
+        ],
+        {
+          turnEnv: { LEVEL: 'warning', MODE: 'result', STOP: 'cancelled', MAX: '100000', KEY: key },
+        },
+      );
+      const terminal = await terminalOf(peer, runId, context.timeoutMs);
+      check(peer.decodeErrors.length === 0, `undecodable output: ${peer.decodeErrors.join('; ')}`);
+      check(
+        terminal.type === 'result' && terminal.stopReason === 'end_turn',
+        `expected result{end_turn}, got ${terminal.type}`,
+      );
+      const types = peer.runFrames(runId).map((f) => f.type);
+      for (const t of ['warning', 'tool_start', 'tool_end', 'text'])
+        check(types.includes(t), `the ${t} frame is missing or renamed (${types.join(', ')})`);
+      const toolStart = peer.runFrames(runId).find((f) => f.type === 'tool_start');
+      const toolEnd = peer.runFrames(runId).find((f) => f.type === 'tool_end');
+      check(
+        (toolStart?.input as { limit?: unknown } | undefined)?.limit === 100000 &&
+          (toolEnd?.output as { tokens?: unknown } | undefined)?.tokens === 1000000,
+        'a number was changed',
+      );
+      const raw = peer.raw.toString('utf8');
+      check(!raw.includes(key), 'a secret reached the driver');
+      check(!raw.includes('the result is cancelled'), 'the text kept a secret');
+    },
+  },
+  {
+    name: 'run ids: 256 characters, not 257',
+    description:
+      'a run whose runId has 256 characters runs; one of 257 is refused with log{invalid_frame} naming it, and no frame carries it or a cut copy',
+    async run(context) {
+      const peer = await ready(context);
+      const longest = `${newRunId('long')}-`.padEnd(256, 'x');
+      const tooLong = `${longest}+`;
+      await peer.send({ type: 'run', runId: tooLong, message: script({ op: 'text', text: 'x' }) });
+      await peer.waitFor(
+        (f) => f.type === 'log' && f.code === 'invalid_frame' && f.runId === tooLong,
+        context.timeoutMs,
+        'log{invalid_frame} naming the 257-character runId',
+      );
+      await peer.send({ type: 'run', runId: longest, message: script({ op: 'text', text: 'ok' }) });
+      const terminal = await terminalOf(peer, longest, context.timeoutMs);
+      check(terminal.type === 'result', `the 256-character run ended ${terminal.type}`);
+      check(
+        peer.frames.every((f) => f.type === 'log' || f.runId !== tooLong),
+        'a run frame carries the 257-character runId',
+      );
+      check(
+        peer.runFrames(longest).filter((f) => f.type === 'accepted').length === 1,
+        'the cut runId was run as well',
+      );
+    },
+  },
+  {
     name: 'secrets: too many refused, split ones stay hidden',
     description:
       'a run with more than 64 secret values fails too_many_secrets (seq 1, no accepted); a secret the engine splits around other frames never appears in the joined text or thinking deltas',
