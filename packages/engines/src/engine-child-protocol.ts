@@ -28,7 +28,12 @@ const short = z.string().max(4096);
  * violation that killed the child before its `session` frame got through.
  */
 const nativeSessionId = z.string().max(1024 * 1024);
-const id = z.string().min(1).max(128);
+/**
+ * A turn's id is its run's `runId`, which the frame protocol allows up to 256 characters
+ * (runner-host README, "Frames"): a 128 bound failed every turn of a run with a longer id, as a
+ * protocol violation of the child that only echoed it.
+ */
+const id = z.string().min(1).max(256);
 const seq = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const level = z.enum(['debug', 'info', 'warn', 'error']);
 

@@ -158,6 +158,22 @@ describe('the engine process', () => {
     await s.close();
   });
 
+  test('a run id as long as the frame protocol allows (256 characters) reaches the end', async () => {
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) {
+          await turn.emitter.text('ran');
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run({ runId: 'r'.repeat(256), message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(textOf(events)).toBe('ran');
+    await s.close();
+  });
+
   test('a module that never finishes loading times out with ERR_ENGINE_PROCESS', async () => {
     const dir = engineFolder(`await new Promise(() => {}); export class E { run() {} }`);
     await expect(
