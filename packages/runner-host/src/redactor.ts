@@ -130,7 +130,8 @@ export class SecretSet {
   /**
    * Scrubs one serialised frame (README "Secrets"): as {@link SecretSet.scrubJson}, except that
    * what the protocol itself says is left as it is: the keys of the frame and of its parts, and
-   * the values of `type`, `runId`, `stopReason`, `level`, `outcome`, `questionId` and `id`. A
+   * the values of `type`, `runId`, `engineId`, `stopReason`, `level`, `outcome`, `questionId` and
+   * `id`. A
    * secret that is also a protocol word (a `turnEnv` value `warning` or `result`) made
    * `"type":"[redacted]"`, a frame no driver can read. Every other string is scrubbed, keys
    * included, inside a tool's `input` and `output`.
@@ -249,10 +250,16 @@ type KeepRule = (place: StringPlace) => boolean;
 
 const keepNothing: KeepRule = () => false;
 
-/** Top-level members of a frame whose values are protocol words or identifiers (frames.ts). */
+/**
+ * Top-level members of a frame whose values are protocol words or identifiers the driver or the
+ * host chose (frames.ts): `runId` and `id` are the driver's, `questionId` the host's, `engineId`
+ * one the welcome already listed. What an engine chooses (`toolCallId`, `nativeSessionId`, codes,
+ * names) is scrubbed.
+ */
 const PROTOCOL_VALUE_MEMBERS = new Set([
   'type',
   'runId',
+  'engineId',
   'stopReason',
   'level',
   'outcome',

@@ -128,10 +128,12 @@ describe('SecretSet: a scrubbed document keeps its shape', () => {
       'cancelled',
       'message',
       'run-7-abcdef',
+      'my-engine',
       'sk-live-1234',
     ])
       secrets.add(value);
     const frames = [
+      { type: 'accepted', runId: 'r', seq: 1, engineId: 'my-engine' },
       { type: 'result', runId: 'run-7-abcdef', seq: 3, stopReason: 'cancelled' },
       {
         type: 'warning',
@@ -157,6 +159,7 @@ describe('SecretSet: a scrubbed document keeps its shape', () => {
       },
     ];
     expect(frames.map((frame) => JSON.parse(secrets.scrubFrame(JSON.stringify(frame))))).toEqual([
+      { type: 'accepted', runId: 'r', seq: 1, engineId: 'my-engine' },
       { type: 'result', runId: 'run-7-abcdef', seq: 3, stopReason: 'cancelled' },
       { type: 'warning', runId: 'r', seq: 1, code: REDACTED, message: `a ${REDACTED} ${REDACTED}` },
       {
