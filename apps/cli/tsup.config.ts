@@ -1,6 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build, defineConfig, type Options } from 'tsup';
@@ -167,20 +175,52 @@ async function buildBundleWithCodeCache(): Promise<void> {
     ) as { publicKeyPem: string };
     writeFileSync(join(work, 'keys.json'), JSON.stringify({ build: publicKeyPem }));
     cli('pack', 'sign', 'pack', '--key', 'key.pem', '--kid', 'build');
-    execFileSync(process.execPath, ['--input-type=module', '-e', CACHE_MAKER], {
+    execFileSync(process.execPath, ['--input-type=module', '-e', cacheMaker('commands')], {
       env,
       cwd: work,
       stdio: ['ignore', 'ignore', 'inherit'],
       timeout: 120_000,
     });
+    // The sandbox owns its process, so its cache is made in a child of its own: one boot of the
+    // signed example pack (confined when bubblewrap works here), `hello`, then `shutdown`.
+    const frames = `${JSON.stringify({ type: 'hello', protocols: [1] })}\n${JSON.stringify({ type: 'shutdown' })}\n`;
+    const said = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', cacheMaker('sandbox')],
+      {
+        env,
+        cwd: work,
+        input: frames,
+        encoding: 'utf8',
+        // What the sandbox logs (its boot's info lines) is shown only if making the cache fails.
+        stdio: ['pipe', 'pipe', 'pipe'],
+        timeout: 120_000,
+      },
+    );
+    if (!said.includes('"type":"welcome"') || !said.includes('"type":"bye"'))
+      throw new Error(
+        `making the sandbox code cache: the boot did not say welcome and bye:\n${said}`,
+      );
+    if (!existsSync(join('dist', SANDBOX_CACHE_FILE)))
+      throw new Error('making the sandbox code cache: no cache was written');
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-// Runs in the child (cwd: the temp folder). Loads dist/cli.cjs exactly as bin.ts does, runs the
-// commands, and writes `CACHE_MAGIC buildId\n` + V8 data.
-const CACHE_MAKER = `
+/** The cache `bin.ts` reads for `packwarden sandbox …`; every other command reads `cli.cjs.cache`. */
+const SANDBOX_CACHE_FILE = 'cli.cjs.sandbox.cache';
+
+/**
+ * Runs in a child (cwd: the temp folder). Loads dist/cli.cjs exactly as bin.ts does, runs the
+ * commands, and writes `CACHE_MAGIC buildId crc\n` + V8 data: for `commands`, `pack verify` and
+ * `--help` into `cli.cjs.cache`; for `sandbox`, one sandbox boot (frames on stdin) into
+ * `cli.cjs.sandbox.cache`, when the process exits, since the sandbox owns it until then.
+ * Two caches, because one holding both cost `pack verify` 9 M instructions to load, and the
+ * sandbox's code, compiled lazily without one, was ~30 M of each boot (bench/README.md).
+ */
+function cacheMaker(kind: 'commands' | 'sandbox'): string {
+  return `
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Script } from 'node:vm';
@@ -195,15 +235,26 @@ const url = 'file://' + filename;
 script.runInThisContext()(module.exports, createRequire(filename), module, filename, dist, url, (s) => import.meta.resolve(s), (s) => import(s));
 const { run } = module.exports;
 const quiet = { write() { return true; } };
-const io = { stdout: quiet, stderr: quiet, env: process.env, cwd: process.cwd() };
-for (const argv of [['pack', 'verify', 'pack', '--keys', 'keys.json'], ['--help']]) {
-  const code = await run(argv, io);
-  if (code !== 0) throw new Error('making the code cache: packwarden ' + argv.join(' ') + ' exited ' + code);
+const io = { stdout: quiet, stderr: quiet, env: { ...process.env }, cwd: process.cwd() };
+const save = (file) => {
+  const data = script.createCachedData();
+  const crc = crc32(data).toString(16).padStart(8, '0');
+  writeFileSync(dist + '/' + file, Buffer.concat([Buffer.from(${JSON.stringify(CACHE_MAGIC)} + ' ' + buildId + ' ' + crc + '\\n'), data]));
+};
+if (${JSON.stringify(kind)} === 'sandbox') {
+  process.once('exit', (code) => { if (code === 0) save(${JSON.stringify(SANDBOX_CACHE_FILE)}); });
+  const argv = ['sandbox', '--stdio', '--require-signed-pack', '--agent', 'pack', '--state-dir', 'state', '--keys', 'keys.json'];
+  const code = await run(argv, { ...io, stdout: process.stdout });
+  if (code !== 0) throw new Error('making the sandbox code cache: packwarden ' + argv.join(' ') + ' exited ' + code);
+} else {
+  for (const argv of [['pack', 'verify', 'pack', '--keys', 'keys.json'], ['--help']]) {
+    const code = await run(argv, io);
+    if (code !== 0) throw new Error('making the code cache: packwarden ' + argv.join(' ') + ' exited ' + code);
+  }
+  save('cli.cjs.cache');
 }
-const data = script.createCachedData();
-const crc = crc32(data).toString(16).padStart(8, '0');
-writeFileSync(dist + '/cli.cjs.cache', Buffer.concat([Buffer.from(${JSON.stringify(CACHE_MAGIC)} + ' ' + buildId + ' ' + crc + '\\n'), data]));
 `;
+}
 
 export default defineConfig({
   ...shared,

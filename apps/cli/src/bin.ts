@@ -89,7 +89,7 @@ zodGlobal.__zod_globalConfig = { ...zodGlobal.__zod_globalConfig, jitless: true 
  * (`script.cachedDataRejected`). Without a usable cache the bundle compiles as usual: slower,
  * same behaviour.
  */
-function loadProgram(): typeof Cli {
+function loadProgram(sandbox: boolean): typeof Cli {
   const dirname = __dirname;
   const filename = `${dirname}/cli.cjs`;
   // esbuild writes ASCII only (non-ASCII characters are escaped), so latin1 decodes it exactly
@@ -97,7 +97,12 @@ function loadProgram(): typeof Cli {
   const source = readFileSync(filename, 'latin1');
   const script = new Script(__PACKWARDEN_BUNDLE_HEAD__ + source + __PACKWARDEN_BUNDLE_TAIL__, {
     filename,
-    cachedData: readCodeCache(`${dirname}/cli.cjs.cache`, source),
+    // `packwarden sandbox` has a cache of its own (tsup.config.ts): one holding both cost every
+    // other command more to load than it saved them.
+    cachedData: readCodeCache(
+      `${dirname}/${sandbox ? 'cli.cjs.sandbox.cache' : 'cli.cjs.cache'}`,
+      source,
+    ),
   });
   // The bundle requires Node built-ins only (everything else is bundled): they come straight
   // from process.getBuiltinModule, without the CommonJS resolver createRequire sets up.
@@ -162,8 +167,8 @@ function readCodeCache(cache: string, source: string): Buffer | undefined {
   return crc32(data) === Number.parseInt(header[3]!, 16) ? data : undefined;
 }
 
-const { run } = loadProgram();
 const argv = process.argv.slice(2);
+const { run } = loadProgram(argv[0] === 'sandbox');
 // What processIo() returns, with pipe and socket outputs written as above. A rejection is
 // unhandled, as a top-level await's was: Node prints it and exits 1. A command that never
 // answers (a bug: nothing left to wait for, no exit code) must not end as a success: exit 13,

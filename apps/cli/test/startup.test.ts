@@ -178,7 +178,7 @@ const Script = vm.Script;
 vm.Script = class extends Script {
   constructor(source, options) {
     super(source, options);
-    process.stderr.write('[script] ' + JSON.stringify({ cachedData: options?.cachedData !== undefined, rejected: this.cachedDataRejected === true }) + '\\n');
+    process.stderr.write('[script] ' + JSON.stringify({ cachedData: options?.cachedData !== undefined, rejected: this.cachedDataRejected === true, bytes: options?.cachedData?.length ?? 0 }) + '\\n');
   }
 };
 syncBuiltinESMExports();\n`,
@@ -188,24 +188,68 @@ syncBuiltinESMExports();\n`,
   const scripts = (stderr: string) =>
     [...stderr.matchAll(/^\[script\] (.*)$/gm)].map((m) => JSON.parse(m[1]!) as unknown);
 
-  /** dist/ and package.json copied to a temp package, with `cache` as its code cache. */
-  function distWithCache(cache: (real: Buffer) => Buffer | undefined): string {
+  /**
+   * dist/ and package.json copied to a temp package, with `cache` as its code cache `file`
+   * (removed when `cache` returns undefined, or when `remove` says so).
+   */
+  function distWithCache(
+    cache: (real: Buffer) => Buffer | undefined,
+    file = 'cli.cjs.cache',
+    remove = false,
+  ): string {
     const root = tempDir();
     cpSync(new URL('../dist', import.meta.url), join(root, 'dist'), { recursive: true });
     cpSync(new URL('../package.json', import.meta.url), join(root, 'package.json'));
-    const path = join(root, 'dist', 'cli.cjs.cache');
-    const replaced = cache(readFileSync(path));
+    const path = join(root, 'dist', file);
+    const replaced = remove ? undefined : cache(readFileSync(path));
     if (replaced === undefined) rmSync(path);
     else writeFileSync(path, replaced);
     return join(root, 'dist', 'bin.cjs');
   }
+
+  /** Bytes of V8 data in a cache file of dist/ (what follows its one-line header). */
+  const cacheBytes = (file: string) => {
+    const data = readFileSync(new URL(`../dist/${file}`, import.meta.url));
+    return data.length - data.indexOf(10) - 1;
+  };
+  const FRAMES = '{"type":"hello","protocols":[1]}\n{"type":"shutdown"}\n';
 
   test('the shipped binary compiles its bundle with the cache, and V8 accepts it', () => {
     const result = spawnSync(process.execPath, ['-r', scriptProbe(), bin, '--help'], {
       encoding: 'utf8',
     });
     expect(result.status, result.stderr).toBe(0);
-    expect(scripts(result.stderr)).toEqual([{ cachedData: true, rejected: false }]);
+    expect(scripts(result.stderr)).toEqual([
+      { cachedData: true, rejected: false, bytes: cacheBytes('cli.cjs.cache') },
+    ]);
+  });
+
+  test('packwarden sandbox compiles it with a cache of its own, made from a boot', () => {
+    // One cache holding both cost pack verify more to load than it saved; without one the
+    // sandbox's code was compiled lazily at every boot (bench/README.md, issue 14).
+    const sandboxBytes = cacheBytes('cli.cjs.sandbox.cache');
+    expect(sandboxBytes).not.toBe(cacheBytes('cli.cjs.cache'));
+    const args = ['sandbox', '--stdio', '--agent', copyOfExample(), '--isolation', 'off'];
+    const result = spawnSync(
+      process.execPath,
+      ['-r', scriptProbe(), bin, ...args, '--state-dir', tempDir()],
+      { encoding: 'utf8', input: FRAMES },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('"type":"welcome"');
+    expect(scripts(result.stderr)).toEqual([
+      { cachedData: true, rejected: false, bytes: sandboxBytes },
+    ]);
+    // Without it (a package that lost the file), the boot is the same, compiled lazily.
+    const bare = distWithCache((real) => real, 'cli.cjs.sandbox.cache', true);
+    const lazy = spawnSync(
+      process.execPath,
+      ['-r', scriptProbe(), bare, ...args, '--state-dir', tempDir()],
+      { encoding: 'utf8', input: FRAMES },
+    );
+    expect(lazy.status, lazy.stderr).toBe(0);
+    expect(lazy.stdout).toBe(result.stdout);
+    expect(scripts(lazy.stderr)).toEqual([{ cachedData: false, rejected: false, bytes: 0 }]);
   });
 
   const header = (real: Buffer) => real.subarray(0, real.indexOf(10) + 1).toString('latin1');
@@ -243,7 +287,7 @@ syncBuiltinESMExports();\n`,
       [...flags, '-r', scriptProbe(), distWithCache(cache), ...args],
       { encoding: 'utf8' },
     );
-    expect(scripts(result.stderr)).toEqual([seen]);
+    expect(scripts(result.stderr)).toMatchObject([seen]);
     expect(result.status).toBe(expected.status);
     expect(result.stdout).toBe(expected.stdout);
     expect(expected.status).toBe(0);
@@ -259,7 +303,12 @@ syncBuiltinESMExports();\n`,
       JSON.parse(pack.stdout) as Array<{ files: Array<{ path: string }> }>
     )[0]!.files.map((file) => file.path);
     expect(files).toEqual(
-      expect.arrayContaining(['dist/bin.cjs', 'dist/cli.cjs', 'dist/cli.cjs.cache']),
+      expect.arrayContaining([
+        'dist/bin.cjs',
+        'dist/cli.cjs',
+        'dist/cli.cjs.cache',
+        'dist/cli.cjs.sandbox.cache',
+      ]),
     );
   }, 60_000);
 });
