@@ -274,6 +274,9 @@ const keepProtocolWords: KeepRule = ({ depth, isKey, member }) => {
   return isKey && !ENGINE_JSON_MEMBERS.has(member ?? '');
 };
 
+/** What JSON may hold outside strings: numbers, `true`, `false`, `null`, `:` and whitespace. */
+const OUTSIDE_STRINGS = /^[-+.0-9eE:\s truefalsn]$/;
+
 /** Index of the quote that closes the string opening at `open`, or -1 when there is none. */
 function closingQuote(json: string, open: number): number {
   for (let i = open + 1; i < json.length; i += 1) {
@@ -286,7 +289,8 @@ function closingQuote(json: string, open: number): number {
 
 /**
  * Scrubs the contents of the strings of a JSON document (those `keep` does not keep) and copies
- * everything else. A document it cannot follow (not JSON) is scrubbed everywhere: never less.
+ * everything else. A document it cannot follow (unbalanced, an unterminated string, a character
+ * JSON never has outside strings) is scrubbed everywhere: never less.
  */
 function scrubJsonStrings(json: string, needles: readonly string[], keep: KeepRule): string {
   // Most lines hold no secret at all: find that out with indexOf before reading the structure,
@@ -312,6 +316,9 @@ function scrubJsonStrings(json: string, needles: readonly string[], keep: KeepRu
     } else if (unit === 0x2c) {
       const top = objects.length - 1;
       if (top >= 0) expectKey[top] = objects[top]!;
+    } else if (unit !== 0x22 && !OUTSIDE_STRINGS.test(json[i]!)) {
+      // Not JSON (a bare word, say): what it says outside strings is text too.
+      return scrub(json, needles, true);
     } else if (unit === 0x22) {
       const close = closingQuote(json, i);
       if (close === -1) return scrub(json, needles, true);

@@ -183,8 +183,17 @@ describe('SecretSet: a scrubbed document keeps its shape', () => {
   it('scrubs text that is not JSON everywhere', () => {
     const secrets = new SecretSet();
     secrets.add('sk-live-1234');
-    for (const broken of ['{"a":"sk-live-1234"', '"sk-live-1234', '{"a":1]sk-live-1234'])
+    for (const broken of [
+      '{"a":"sk-live-1234"',
+      '"sk-live-1234',
+      '{"a":1]sk-live-1234',
+      '{"a":1,b:sk-live-1234}',
+      'sk-live-1234',
+      '[true,sk-live-1234]',
+    ]) {
       expect(secrets.scrubFrame(broken)).not.toContain('sk-live-1234');
+      expect(secrets.scrubJson(broken)).not.toContain('sk-live-1234');
+    }
   });
 });
 
