@@ -184,6 +184,8 @@ async function buildBundleWithCodeCache(): Promise<void> {
     // The sandbox owns its process, so its cache is made in a child of its own: one boot of the
     // signed example pack (confined when bubblewrap works here), `hello`, then `shutdown`.
     const frames = `${JSON.stringify({ type: 'hello', protocols: [1] })}\n${JSON.stringify({ type: 'shutdown' })}\n`;
+    // Whatever an earlier build left is gone first: the check below must see this build's file.
+    rmSync(join('dist', SANDBOX_CACHE_FILE), { force: true });
     const said = execFileSync(
       process.execPath,
       ['--input-type=module', '-e', cacheMaker('sandbox')],

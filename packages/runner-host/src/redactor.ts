@@ -131,8 +131,7 @@ export class SecretSet {
    * Scrubs one serialised frame (README "Secrets"): as {@link SecretSet.scrubJson}, except that
    * what the protocol itself says is left as it is: the keys of the frame and of its parts, and
    * the values of `type`, `runId`, `engineId`, `stopReason`, `level`, `outcome`, `questionId` and
-   * `id`. A
-   * secret that is also a protocol word (a `turnEnv` value `warning` or `result`) made
+   * `id`. A secret that is also a protocol word (a `turnEnv` value `warning` or `result`) made
    * `"type":"[redacted]"`, a frame no driver can read. Every other string is scrubbed, keys
    * included, inside a tool's `input` and `output`.
    */
