@@ -57,7 +57,10 @@ const emitPayload = z.discriminatedUnion('method', [
   z.object({
     method: z.literal('question'),
     prompt: text,
-    options: z.array(short).max(64).optional(),
+    // As many as a question frame carries (runner-host's HOST_LIMITS.questionOptions): a bound
+    // of 64 killed the child of an engine that offered more, where an engine in the host's own
+    // process has them all asked.
+    options: z.array(short).max(256).optional(),
     timeoutMs: z.number().int().positive().max(86_400_000).optional(),
   }),
   z.object({

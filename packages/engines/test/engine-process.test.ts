@@ -174,6 +174,29 @@ describe('the engine process', () => {
     await s.close();
   });
 
+  test('a question with as many options as the frame protocol carries (256) is asked', async () => {
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) {
+          const options = Array.from({ length: 256 }, (_, i) => 'option ' + i);
+          const answer = await turn.emitter.question({ prompt: 'which?', options });
+          await turn.emitter.text('picked ' + answer.selected[0]);
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run(
+      { runId: 'q', message: 'hi' },
+      { onQuestion: (q) => ({ selected: [q.options?.[255] ?? ''] }) },
+    );
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    const question = events.find((e) => e.type === 'question') as { options?: string[] };
+    expect(question.options).toHaveLength(256);
+    expect(textOf(events)).toBe('picked option 255');
+    await s.close();
+  });
+
   test('a module that never finishes loading times out with ERR_ENGINE_PROCESS', async () => {
     const dir = engineFolder(`await new Promise(() => {}); export class E { run() {} }`);
     await expect(
