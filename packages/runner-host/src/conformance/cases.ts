@@ -608,6 +608,32 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'a question with 256 options',
+    description:
+      'a question may carry 256 options (a host caps more): all reach the driver, and the one answered reaches the engine',
+    async run(context) {
+      const peer = await ready(context);
+      const options = Array.from({ length: 256 }, (_, i) => `option ${i}`);
+      const runId = await startRun(peer, 'many-options', [
+        { op: 'question', prompt: 'which?', options },
+      ]);
+      const asked = await runFrame(peer, context, runId, 'question', 'the question');
+      check(
+        JSON.stringify(asked.options) === JSON.stringify(options),
+        `the question carried ${Array.isArray(asked.options) ? asked.options.length : 'no'} of 256 options`,
+      );
+      await peer.send({
+        type: 'answer',
+        runId,
+        questionId: asked.questionId,
+        selected: ['option 255'],
+      });
+      const terminal = await terminalOf(peer, runId, context.timeoutMs);
+      check(terminal.type === 'result', `expected result, got ${terminal.type}`);
+      check(deltasOf(peer, runId).includes('"selected":["option 255"]'), 'the answer was lost');
+    },
+  },
+  {
     name: 'questions auto-declined without the capability',
     description:
       'a driver that did not announce "questions" gets no question frame; the engine sees declined',
