@@ -21,10 +21,16 @@ export const ENGINE_CHILD_LIMITS = Object.freeze({
 });
 
 const text = z.string().max(ENGINE_CHILD_LIMITS.maxTextChars);
-const short = z.string().max(4096);
+/**
+ * A name, id, code or option. The host cuts these to the frame protocol's caps (runner-host
+ * README, "Caps": names and ids at 4 KiB, warning codes at 128 characters), as it does for an
+ * engine in its own process; the child's own 4 KiB bound made a longer one a protocol violation
+ * that stopped the child and failed the turn. Bounded here by what one line may hold.
+ */
+const name = z.string().max(ENGINE_CHILD_LIMITS.maxTextChars);
 /**
  * A native session id may be as long as the frame protocol carries one (runner-host README,
- * "Caps": strings are cut at 1 MiB); the 4 KiB `short` bound turned a long one into a protocol
+ * "Caps": strings are cut at 1 MiB); a 4 KiB bound turned a long one into a protocol
  * violation that killed the child before its `session` frame got through.
  */
 const nativeSessionId = z.string().max(1024 * 1024);
@@ -43,14 +49,14 @@ const emitPayload = z.discriminatedUnion('method', [
   z.object({ method: z.literal('progress'), message: text }),
   z.object({
     method: z.literal('toolStart'),
-    toolCallId: short,
-    name: short,
+    toolCallId: name,
+    name,
     input: z.unknown().optional(),
   }),
   z.object({
     method: z.literal('toolEnd'),
-    toolCallId: short,
-    name: short,
+    toolCallId: name,
+    name,
     output: z.unknown().optional(),
     isError: z.boolean().optional(),
   }),
@@ -60,24 +66,24 @@ const emitPayload = z.discriminatedUnion('method', [
     // As many as a question frame carries (runner-host's HOST_LIMITS.questionOptions): a bound
     // of 64 killed the child of an engine that offered more, where an engine in the host's own
     // process has them all asked.
-    options: z.array(short).max(256).optional(),
+    options: z.array(name).max(256).optional(),
     timeoutMs: z.number().int().positive().max(86_400_000).optional(),
   }),
   z.object({
     method: z.literal('error'),
     message: text,
-    code: short.optional(),
+    code: name.optional(),
     retryable: z.boolean().optional(),
   }),
   z.object({ method: z.literal('done'), nativeSessionId: nativeSessionId.optional() }),
-  z.object({ method: z.literal('warning'), code: short, message: text }),
+  z.object({ method: z.literal('warning'), code: name, message: text }),
   z.object({ method: z.literal('session'), nativeSessionId }),
 ]);
 export type EmitPayload = z.infer<typeof emitPayload>;
 
 const failure = z.object({
   message: text,
-  code: short.optional(),
+  code: name.optional(),
   retryable: z.boolean().optional(),
 });
 

@@ -197,6 +197,37 @@ describe('the engine process', () => {
     await s.close();
   });
 
+  test('names, ids and codes over the frame caps are cut by the host, as for any engine', async () => {
+    // runner-host README "Caps": names and ids are cut at 4 KiB. The engine child's own bound
+    // (4 KiB, for codes too) stopped the child instead.
+    const dir = engineFolder(`
+      export class E {
+        async run(turn) {
+          await turn.emitter.toolStart({ toolCallId: 'i'.repeat(5000), name: 'n'.repeat(5000) });
+          await turn.emitter.warning('c'.repeat(5000), 'long code');
+          await turn.emitter.text('went on');
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
+    const s = wireSession(engine, rt);
+    const { events, outcome } = await s.run({ runId: 'caps', message: 'hi' });
+    expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    const tool = events.find((e) => e.type === 'tool_start') as {
+      name: string;
+      toolCallId: string;
+    };
+    expect(tool.name).toBe(`${'n'.repeat(4096)}…[truncated]`);
+    expect(tool.toolCallId).toBe(`${'i'.repeat(4096)}…[truncated]`);
+    // A code that is not a wire code (`a_b`, at most 64 characters) is named engine_warning.
+    expect(events.find((e) => e.type === 'warning')).toMatchObject({
+      code: 'engine_warning',
+      message: 'long code',
+    });
+    expect(textOf(events)).toBe('went on');
+    await s.close();
+  });
+
   test('a module that never finishes loading times out with ERR_ENGINE_PROCESS', async () => {
     const dir = engineFolder(`await new Promise(() => {}); export class E { run() {} }`);
     await expect(
