@@ -608,6 +608,30 @@ export const conformanceCases: ConformanceCase[] = [
     },
   },
   {
+    name: 'names and ids over 4 KiB are cut, the run goes on',
+    description:
+      'a tool name and toolCallId of 5,000 characters arrive cut to 4 KiB (README "Caps"); the run ends in result',
+    async run(context) {
+      const peer = await ready(context);
+      const runId = await startRun(peer, 'long-names', [
+        { op: 'tool', toolCallId: 'i'.repeat(5000), name: 'n'.repeat(5000), output: 'ok' },
+        { op: 'text', text: 'went on' },
+      ]);
+      const terminal = await terminalOf(peer, runId, context.timeoutMs);
+      check(terminal.type === 'result', `expected result, got ${terminal.type}`);
+      const tool = peer.runFrames(runId).find((f) => f.type === 'tool_start');
+      check(tool !== undefined, 'no tool_start frame');
+      for (const field of ['name', 'toolCallId'] as const) {
+        const value = tool[field];
+        check(
+          typeof value === 'string' && value.length >= 4096 && value.length < 4200,
+          `tool_start.${field} was not cut to 4 KiB (${typeof value === 'string' ? value.length : typeof value} characters)`,
+        );
+      }
+      check(deltasOf(peer, runId) === 'went on', 'the text after the tool was lost');
+    },
+  },
+  {
     name: 'a question with 256 options',
     description:
       'a question may carry 256 options (a host caps more): all reach the driver, and the one answered reaches the engine',
