@@ -63,11 +63,11 @@ const emitPayload = z.discriminatedUnion('method', [
   z.object({
     method: z.literal('question'),
     prompt: text,
-    // As many as a question frame carries (runner-host's HOST_LIMITS.questionOptions): a bound
-    // of 64 killed the child of an engine that offered more, where an engine in the host's own
-    // process has them all asked.
-    options: z.array(name).max(256).optional(),
-    timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+    // The host keeps the first 256 options (HOST_LIMITS.questionOptions) and waits at most its
+    // own question timeout, as for an engine in its own process: a bound of 64 options, or a
+    // timeout of 0 or over a day, stopped the child and failed the turn instead.
+    options: z.array(name).max(4096).optional(),
+    timeoutMs: z.number().min(0).optional(),
   }),
   z.object({
     method: z.literal('error'),
