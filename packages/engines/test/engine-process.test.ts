@@ -24,6 +24,18 @@ function engineFolder(source: string, manifest: Record<string, unknown> = {}): s
 const pack = { id: 'p', version: '1.0.0', fileAccess: 'workspace-write' as const };
 const runtime = () => ({ workspaceRoot: tempDir(), stateDir: tempDir() });
 
+/** Loads an engine from `source`, runs one turn and closes the session: what the turn gave. */
+async function oneTurn(source: string, ...run: Parameters<ReturnType<typeof wireSession>['run']>) {
+  const rt = runtime();
+  const engine = await loadCustomEngine(engineFolder(source), { pack, runtime: rt });
+  const s = wireSession(engine, rt);
+  try {
+    return await s.run(...run);
+  } finally {
+    await s.close();
+  }
+}
+
 describe('the engine process', () => {
   test('starts through the CommandWrapper, in the workspace, with only the environment it must have', async () => {
     const dir = engineFolder(
@@ -159,34 +171,24 @@ describe('the engine process', () => {
   });
 
   test('a run id as long as the frame protocol allows (256 characters) reaches the end', async () => {
-    const dir = engineFolder(`
-      export class E {
-        async run(turn) {
-          await turn.emitter.text('ran');
-        }
-      }`);
-    const rt = runtime();
-    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
-    const s = wireSession(engine, rt);
-    const { events, outcome } = await s.run({ runId: 'r'.repeat(256), message: 'hi' });
+    const { events, outcome } = await oneTurn(
+      `export class E { async run(turn) { await turn.emitter.text('ran'); } }`,
+      { runId: 'r'.repeat(256), message: 'hi' },
+    );
     expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
     expect(textOf(events)).toBe('ran');
-    await s.close();
   });
 
   test('a question with more options than a frame carries is asked with the first 256', async () => {
-    const dir = engineFolder(`
+    const { events, outcome } = await oneTurn(
+      `
       export class E {
         async run(turn) {
           const options = Array.from({ length: 300 }, (_, i) => 'option ' + i);
           const answer = await turn.emitter.question({ prompt: 'which?', options, timeoutMs: 2 * 86400000 });
           await turn.emitter.text('picked ' + answer.selected[0]);
         }
-      }`);
-    const rt = runtime();
-    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
-    const s = wireSession(engine, rt);
-    const { events, outcome } = await s.run(
+      }`,
       { runId: 'q', message: 'hi' },
       { onQuestion: (q) => ({ selected: [q.options?.[255] ?? ''] }) },
     );
@@ -194,38 +196,33 @@ describe('the engine process', () => {
     const question = events.find((e) => e.type === 'question') as { options?: string[] };
     expect(question.options).toHaveLength(256);
     expect(textOf(events)).toBe('picked option 255');
-    await s.close();
   });
 
   test('names, ids and codes over the frame caps are cut by the host, as for any engine', async () => {
     // runner-host README "Caps": names and ids are cut at 4 KiB. The engine child's own bound
     // (4 KiB, for codes too) stopped the child instead.
-    const dir = engineFolder(`
+    const { events, outcome } = await oneTurn(
+      `
       export class E {
         async run(turn) {
           await turn.emitter.toolStart({ toolCallId: 'i'.repeat(5000), name: 'n'.repeat(5000) });
           await turn.emitter.warning('c'.repeat(5000), 'long code');
           await turn.emitter.text('went on');
         }
-      }`);
-    const rt = runtime();
-    const engine = await loadCustomEngine(dir, { pack, runtime: rt });
-    const s = wireSession(engine, rt);
-    const { events, outcome } = await s.run({ runId: 'caps', message: 'hi' });
+      }`,
+      { runId: 'caps', message: 'hi' },
+    );
     expect(outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
-    const tool = events.find((e) => e.type === 'tool_start') as {
-      name: string;
-      toolCallId: string;
-    };
-    expect(tool.name).toBe(`${'n'.repeat(4096)}…[truncated]`);
-    expect(tool.toolCallId).toBe(`${'i'.repeat(4096)}…[truncated]`);
+    expect(events.find((e) => e.type === 'tool_start')).toMatchObject({
+      name: `${'n'.repeat(4096)}…[truncated]`,
+      toolCallId: `${'i'.repeat(4096)}…[truncated]`,
+    });
     // A code that is not a wire code (`a_b`, at most 64 characters) is named engine_warning.
     expect(events.find((e) => e.type === 'warning')).toMatchObject({
       code: 'engine_warning',
       message: 'long code',
     });
     expect(textOf(events)).toBe('went on');
-    await s.close();
   });
 
   test('a module that never finishes loading times out with ERR_ENGINE_PROCESS', async () => {
