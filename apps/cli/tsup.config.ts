@@ -245,7 +245,8 @@ const save = (file) => {
 };
 if (${JSON.stringify(kind)} === 'sandbox') {
   process.once('exit', (code) => { if (code === 0) save(${JSON.stringify(SANDBOX_CACHE_FILE)}); });
-  const argv = ['sandbox', '--stdio', '--require-signed-pack', '--agent', 'pack', '--state-dir', 'state', '--keys', 'keys.json'];
+  // --isolation auto: confined where bubblewrap works, never refused for a PACKWARDEN_ISOLATION the builder's environment may set.
+  const argv = ['sandbox', '--stdio', '--require-signed-pack', '--isolation', 'auto', '--agent', 'pack', '--state-dir', 'state', '--keys', 'keys.json'];
   const code = await run(argv, { ...io, stdout: process.stdout });
   if (code !== 0) throw new Error('making the sandbox code cache: packwarden ' + argv.join(' ') + ' exited ' + code);
 } else {
