@@ -9,13 +9,13 @@ import type { EngineVerification, KeySelector, PackVerification } from '@packwar
 import { StoreError } from './errors.js';
 import type { ExtractedEntry } from './extract.js';
 import { readSmallFile } from './small-file.js';
+import type { ResolvedArtifact } from './store.js';
 
 /**
  * pack-signature's `PACK_SIGNATURE_MAX_BYTES` (4 MiB) and a newline: a copy, so that this module
  * does not load the verifier (checked in test/bounded-reads.test.ts).
  */
 export const SIGNATURE_FILE_MAX_BYTES = 4 * 1024 * 1024 + 1;
-import type { ResolvedArtifact } from './store.js';
 
 // Steps 4 and 5 of an install (README "Install: layout and guarantees", "Engines"), one strategy
 // per artifact type: what the staged folder must hold, its digest against the index, and the
