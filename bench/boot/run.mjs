@@ -87,6 +87,21 @@ function nodeOnce(env) {
   });
 }
 
+/**
+ * Microseconds to make one folder next to the boots' state dirs (median of 21, kept until the end:
+ * deleting them would slow what follows).
+ */
+function folderCreationMicros() {
+  const parent = mkdtempSync(join(work, 'mkdir-'));
+  const times = [];
+  for (let i = 0; i < 21; i++) {
+    const start = process.hrtime.bigint();
+    mkdirSync(join(parent, String(i)));
+    times.push(Number(process.hrtime.bigint() - start) / 1e3);
+  }
+  return times.sort((a, b) => a - b)[10];
+}
+
 try {
   // The example pack, signed in a temp copy with a temp key; the trust root comes from the
   // environment, as a control plane would hand it to the sandbox.
@@ -117,7 +132,10 @@ try {
     { label: process.env.NODE_EXTRA_CA_CERTS === undefined ? '' : ', unset', env },
   ];
 
-  // A fresh state dir per boot (made untimed): every boot copies and verifies the pack.
+  // A fresh state dir per boot (made untimed): every boot copies and verifies the pack. They are
+  // all removed at the end, not after each boot: ext4 passes over inodes freed in the last minutes
+  // when it makes a file or folder, so a bench that deletes ~60 after each boot slows the next
+  // boot's own (measured: ~1 ms per folder made after such deletions, ~40 µs without).
   let boots = 0;
   const freshState = () => {
     const dir = join(work, `state-${boots++}`);
@@ -130,7 +148,6 @@ try {
       const baseline = await nodeOnce(bootEnv);
       const state = freshState();
       const boot = await bootOnce(bootEnv, state);
-      rmSync(state, { recursive: true, force: true });
       timings.push({ baseline, boot });
     }
     return timings;
@@ -143,6 +160,7 @@ try {
         ' ',
       )}), Node ${process.version}, medians of ${runs} interleaved rounds after a warm-up round\n`,
   );
+  const creating = folderCreationMicros();
   await round();
   const samples = [];
   for (let i = 0; i < runs; i++) samples.push(await round());
@@ -160,6 +178,10 @@ try {
       `    packwarden sandbox --stdio             ${fmtMs(bootMs)}   ${ratio.toFixed(2)}×  ${verdict(ratio, TARGET)}`,
     );
   });
+
+  console.log(
+    `\nMaking a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the rounds, ${folderCreationMicros().toFixed(0)} µs after (each boot makes ~50 files and folders; slow when files were deleted there in the last minutes)`,
+  );
 
   if (profileDir !== undefined) {
     const dir = resolve(profileDir);
