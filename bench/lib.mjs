@@ -1,6 +1,6 @@
 // Shared helpers for the bench/ scripts: building what they run, timing commands, printing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -104,6 +104,24 @@ export const envWithoutExtraCaCerts = (() => {
   const { NODE_EXTRA_CA_CERTS: _ignored, ...rest } = process.env;
   return rest;
 })();
+
+/**
+ * Microseconds to make one folder in `parent` (median of 21; the folders stay until the caller
+ * removes `parent`). ext4 passes over the inodes freed in the last minutes when it makes a file or
+ * folder: ~40 µs on a quiet file system here, 0.6–1.2 ms after a few hundred deletions (bench
+ * README, "Issue 14, fifth pass"). Benches that make many files print it, and remove what they
+ * made only after their rounds, so that their own deletions do not slow what they time.
+ */
+export function folderCreationMicros(parent) {
+  const dir = mkdtempSync(join(parent, 'mkdir-'));
+  const times = [];
+  for (let i = 0; i < 21; i++) {
+    const start = process.hrtime.bigint();
+    mkdirSync(join(dir, String(i)));
+    times.push(Number(process.hrtime.bigint() - start) / 1e3);
+  }
+  return times.sort((a, b) => a - b)[10];
+}
 
 export function fmtMs(ms) {
   return `${ms.toFixed(0).padStart(6)} ms`;

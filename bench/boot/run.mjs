@@ -9,7 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { cliBin, ensureBuilt, fmtMs, repoRoot, verdict } from '../lib.mjs';
+import { cliBin, ensureBuilt, fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
 
 const flag = (name) => {
   const at = process.argv.indexOf(name);
@@ -87,21 +87,6 @@ function nodeOnce(env) {
   });
 }
 
-/**
- * Microseconds to make one folder next to the boots' state dirs (median of 21, kept until the end:
- * deleting them would slow what follows).
- */
-function folderCreationMicros() {
-  const parent = mkdtempSync(join(work, 'mkdir-'));
-  const times = [];
-  for (let i = 0; i < 21; i++) {
-    const start = process.hrtime.bigint();
-    mkdirSync(join(parent, String(i)));
-    times.push(Number(process.hrtime.bigint() - start) / 1e3);
-  }
-  return times.sort((a, b) => a - b)[10];
-}
-
 try {
   // The example pack, signed in a temp copy with a temp key; the trust root comes from the
   // environment, as a control plane would hand it to the sandbox.
@@ -133,9 +118,7 @@ try {
   ];
 
   // A fresh state dir per boot (made untimed): every boot copies and verifies the pack. They are
-  // all removed at the end, not after each boot: ext4 passes over inodes freed in the last minutes
-  // when it makes a file or folder, so a bench that deletes ~60 after each boot slows the next
-  // boot's own (measured: ~1 ms per folder made after such deletions, ~40 µs without).
+  // all removed at the end, not after each boot (folderCreationMicros in lib.mjs says why).
   let boots = 0;
   const freshState = () => {
     const dir = join(work, `state-${boots++}`);
@@ -160,7 +143,7 @@ try {
         ' ',
       )}), Node ${process.version}, medians of ${runs} interleaved rounds after a warm-up round\n`,
   );
-  const creating = folderCreationMicros();
+  const creating = folderCreationMicros(work);
   await round();
   const samples = [];
   for (let i = 0; i < runs; i++) samples.push(await round());
@@ -180,7 +163,7 @@ try {
   });
 
   console.log(
-    `\nMaking a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the rounds, ${folderCreationMicros().toFixed(0)} µs after (each boot makes ~50 files and folders; slow when files were deleted there in the last minutes)`,
+    `\nMaking a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the rounds, ${folderCreationMicros(work).toFixed(0)} µs after (each boot makes ~50 files and folders; slow when files were deleted there in the last minutes)`,
   );
 
   if (profileDir !== undefined) {

@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmtMs, repoRoot, verdict } from '../lib.mjs';
+import { fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
@@ -63,29 +63,32 @@ const built = await buildStaticStore(packDir, { out: storeDir });
 const archive = join(storeDir, built.packs[0].archive);
 const archiveBytes = (await readFile(archive)).length;
 
-// Interleaved runs, each after `sync` and with the previous output removed (untimed), so that
-// neither side pays for the other's write-back.
+// Interleaved runs, each after `sync`, so that neither side pays for the other's write-back. Every
+// output stays until the end: removing 5,000 files before the next run made that run's own files
+// slower to create (folderCreationMicros in lib.mjs).
 const installScript = join(here, 'install-once.mjs');
 const store = await openStore({ url: storeDir, env: {}, cacheDir: false });
-const run = (command, argv) => {
-  const result = spawnSync(command, argv, { encoding: 'utf8' });
+const spawnOrThrow = (command, argv, env = process.env) => {
+  const result = spawnSync(command, argv, { encoding: 'utf8', env });
   if (result.status !== 0) throw new Error(`${command} ${argv.join(' ')}: ${result.stderr}`);
   return result.stdout;
 };
+const run = (command, argv) => spawnOrThrow(command, argv);
 const time = async (fn) => {
   execFileSync('sync');
   const start = process.hrtime.bigint();
   const value = await fn();
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, value };
 };
-// The registry case: one push (timed), then installs interleaved with the others.
+// The CLI (`packwarden store install`, the bundled executable) and the registry case: one push
+// (timed), then installs interleaved with the others.
 const cliBin = join(repoRoot, 'apps', 'cli', 'dist', 'bin.cjs');
+if (!existsSync(cliBin))
+  execFileSync('pnpm', ['-s', 'build'], { cwd: join(repoRoot, 'apps', 'cli') });
 let registryDir;
 let ociRef;
 let pushMs;
 if (oci) {
-  if (!existsSync(cliBin))
-    execFileSync('pnpm', ['-s', 'build'], { cwd: join(repoRoot, 'apps', 'cli') });
   registryDir = join(work, 'registry');
   // Stopped on any exit, a failed run included (synchronous: the only kind 'exit' allows).
   process.on('exit', () => {
@@ -100,19 +103,26 @@ if (oci) {
   const pushed = await time(() => pushPackFolder(packDir, ociRef, { plainHttp: true, env: {} }));
   pushMs = pushed.ms;
 }
-const samples = { tar: [], cli: [], lib: [], oci: [] };
+const creating = folderCreationMicros(work);
+const samples = { tar: [], cli: [], store: [], lib: [], oci: [] };
 let peakRssKiB = 0;
 for (let i = 0; i <= runs; i++) {
   const out = join(work, `tar-${i}`);
   await mkdir(out);
   const tar = await time(() => run('tar', ['-xzf', archive, '-C', out]));
-  await rm(out, { recursive: true });
   // A whole Node process, the way a CLI user pays for it.
   const cli = await time(() =>
     run(process.execPath, [installScript, storeDir, join(work, `cli-${i}`)]),
   );
   peakRssKiB = Math.max(peakRssKiB, Number(/maxRSS=(\d+)/.exec(cli.value)?.[1] ?? 0));
-  await rm(join(work, `cli-${i}`), { recursive: true });
+  // The executable a user runs: one bundle, its own code cache.
+  const storeRun = await time(() =>
+    spawnOrThrow(
+      process.execPath,
+      [cliBin, 'store', 'install', 'pack/bench-pack', '--store', storeDir],
+      { ...process.env, PACKWARDEN_HOME: join(work, `store-${i}`) },
+    ),
+  );
   // In-process: what a service embedding the library pays per install (store opened once).
   const lib = await time(() =>
     installPack(
@@ -121,7 +131,6 @@ for (let i = 0; i <= runs; i++) {
       { home: join(work, `lib-${i}`), env: {} },
     ),
   );
-  await rm(join(work, `lib-${i}`), { recursive: true });
   let ociRun;
   if (oci) {
     ociRun = await time(() =>
@@ -135,23 +144,27 @@ for (let i = 0; i <= runs; i++) {
         '--plain-http',
       ]),
     );
-    await rm(join(work, `oci-${i}`), { recursive: true });
   }
   if (i === 0) continue; // warm-up
   if (ociRun) samples.oci.push(ociRun.ms);
   samples.tar.push(tar.ms);
   samples.cli.push(cli.ms);
+  samples.store.push(storeRun.ms);
   samples.lib.push(lib.ms);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const tar = median(samples.tar);
 const cli = median(samples.cli);
 const lib = median(samples.lib);
+const storeCli = median(samples.store);
 
 console.log(
   `pack: ${FILES} files, ${(TOTAL_BYTES / 2 ** 20).toFixed(0)} MiB; archive ${(archiveBytes / 2 ** 20).toFixed(1)} MiB .tar.gz; median of ${runs} interleaved runs after a warm-up`,
 );
 console.log(`  tar -xzf (whole process)                      ${fmtMs(tar)}`);
+console.log(
+  `  packwarden store install (the CLI)            ${fmtMs(storeCli)}  ${(storeCli / tar).toFixed(2)}×  ${verdict(storeCli / tar, TARGET)}`,
+);
 console.log(
   `  installPack, whole Node process              ${fmtMs(cli)}  ${(cli / tar).toFixed(2)}×  ${verdict(cli / tar, TARGET)}  peak RSS ${(peakRssKiB / 1024).toFixed(0)} MiB`,
 );
@@ -164,6 +177,9 @@ if (oci) {
     `${'  pack install oci://…, whole CLI process'.padEnd(46)} ${fmtMs(ociMs)}  ${(ociMs / tar).toFixed(2)}×  local registry; store push once ${fmtMs(pushMs)}`,
   );
 }
+console.log(
+  `  making a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the runs, ${folderCreationMicros(work).toFixed(0)} µs after (slow when many files were deleted there in the last minutes)`,
+);
 console.log(
   '  installPack also hashes the archive and every file (the pack digest), judges every header and validates agent.yaml.',
 );

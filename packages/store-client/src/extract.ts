@@ -51,6 +51,13 @@ export interface ExtractResult {
 const GZIP_CHUNK = 64 * 1024;
 /** `onProgress` is called each time about this much more content is written. */
 const PROGRESS_BYTES = 1024 * 1024;
+/**
+ * Files are written with synchronous calls (`StagingWriter`), and the archive is read and inflated
+ * ahead on the thread pool (`inflateGzip`), whose reads and zlib calls need the event loop to
+ * complete: the loop below gives it a turn this often, so that both go on at once and a caller's
+ * other work is never held for longer (issue 14, bench/install).
+ */
+const TURN_EVERY_MS = 0.25;
 
 /** A Buffer becomes a stream of 64 KiB chunks (never one copy of a large archive in one piece). */
 function toArchiveStream(archive: Readable | Buffer | Uint8Array): Readable {
@@ -89,8 +96,6 @@ interface TarHandlers {
   entry(entry: TarEntry): Promise<void>;
   data(chunk: Buffer): Promise<void> | void;
   entryEnd(): Promise<void>;
-  /** After each piece of tar: a chance to throw what failed in the background. */
-  piece(): void;
 }
 
 /**
@@ -115,16 +120,20 @@ async function readTar(
     source.destroy(abortError(signal));
   };
   signal?.addEventListener('abort', onAbort, { once: true });
+  let turnDue = performance.now() + TURN_EVERY_MS;
   try {
     for await (const piece of inflateTar(source, limits, signal)) {
       events.length = 0;
       reader.push(piece, collect);
       for (const event of events) {
+        if (performance.now() >= turnDue) {
+          await new Promise((resolve) => setImmediate(resolve));
+          turnDue = performance.now() + TURN_EVERY_MS;
+        }
         if (event.kind === 'data') await handlers.data(event.chunk);
         else if (event.kind === 'entry') await handlers.entry(event.entry);
         else await handlers.entryEnd();
       }
-      handlers.piece();
     }
     reader.finish();
   } catch (caught) {
@@ -144,7 +153,7 @@ async function readTar(
 /** Carries out a verdict of the entry policy: makes its folders, then starts its file. */
 async function place(verdict: EntryVerdict, entry: TarEntry, writer: StagingWriter): Promise<void> {
   if (verdict.kind === 'skip') return;
-  await writer.makeDirectories(verdict.create);
+  writer.makeDirectories(verdict.create);
   if (verdict.kind === 'file') {
     await writer.beginFile(verdict.segments, entry.mode, entry.size, verdict.relative);
   }
@@ -187,12 +196,10 @@ export async function extractInto(
           onProgress({ phase: 'extract', bytes: judge.bytes, files: judge.files });
         }
       },
-      piece: () => writer.rethrow(),
     });
   } finally {
     await writer.close();
   }
-  writer.rethrow();
   judge.finish();
   const { files, bytes } = judge;
   onProgress?.({ phase: 'extract', bytes, files });

@@ -1,9 +1,19 @@
-import { createHash, type Hash } from 'node:crypto';
-import { close, constants as fsConstants, fchmod, mkdir, open, write } from 'node:fs';
-import { chmod } from 'node:fs/promises';
+import { createHash, hash, type Hash } from 'node:crypto';
+import {
+  chmodSync,
+  close,
+  closeSync,
+  constants as fsConstants,
+  fchmod,
+  fchmodSync,
+  mkdirSync,
+  open,
+  openSync,
+  write,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { isStoreError, StoreError } from './errors.js';
-import { WritePool } from './write-pool.js';
 
 // Writes judged entries into the staging folder (README "Extraction: what is refused", "How it
 // writes"): folders 0755 whatever the archive says, files opened with O_WRONLY | O_CREAT |
@@ -25,10 +35,14 @@ export function normalizeMode(mode: number): 0o755 | 0o644 {
   return mode & 0o100 ? 0o755 : 0o644;
 }
 
-/** Files up to this size are gathered in memory and written in the background. */
+/**
+ * Files up to this size are gathered in memory and written at their end with synchronous calls;
+ * larger ones are streamed to their descriptor through the thread pool. A pack is mostly small
+ * files, and page-cache writes do not wait on the disk: a thread-pool trip per call cost more
+ * than the call, and kept the pool from inflating the archive (issue 14, bench/install). The
+ * caller (`readTar`) gives the event loop a turn every fraction of a millisecond.
+ */
 const SMALL_FILE = 1024 * 1024;
-const MAX_IN_FLIGHT = 16;
-const MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
 const OPEN_FLAGS =
   fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | (fsConstants.O_NOFOLLOW ?? 0);
 
@@ -48,15 +62,20 @@ function closeP(fd: number): Promise<void> {
 function fchmodP(fd: number, mode: number): Promise<void> {
   return new Promise((res, rej) => fchmod(fd, mode, (e) => (e ? rej(e) : res())));
 }
-function mkdirP(path: string): Promise<void> {
-  return new Promise((res, rej) => mkdir(path, 0o755, (e) => (e ? rej(e) : res())));
-}
 async function writeAll(fd: number, data: Buffer): Promise<void> {
   let offset = 0;
   while (offset < data.length) {
     offset += await new Promise<number>((res, rej) =>
       write(fd, data, offset, data.length - offset, null, (e, n) => (e ? rej(e) : res(n))),
     );
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // The write already failed: that is the error to report.
   }
 }
 
@@ -102,14 +121,13 @@ interface StreamedFile extends FileBeingWritten {
  * The file writer of one extraction: creates the folders and files of judged entries under
  * `root` and, with `collectEntries`, hashes every file as it is written (the Pack digest v1
  * entries, without reading the result back). One file is open at a time, as the tar stream
- * delivers it; small files finish in the background (`WritePool`).
+ * delivers it.
  */
 export class StagingWriter {
   /** Folders created. */
   directories = 0;
   /** With `collectEntries`: every file written, unsorted. */
   readonly entries: ExtractedEntry[] | undefined;
-  private readonly pool = new WritePool(MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES);
   private readonly umask = currentUmask();
   private gathered: GatheredFile | undefined;
   private streamed: StreamedFile | undefined;
@@ -122,12 +140,12 @@ export class StagingWriter {
   }
 
   /** Creates `folders` (each a list of path segments under `root`), in order, mode 0755. */
-  async makeDirectories(folders: string[][]): Promise<void> {
+  makeDirectories(folders: string[][]): void {
     for (const folder of folders) {
       const path = join(this.root, ...folder);
       try {
-        await mkdirP(path);
-        if ((0o755 & ~this.umask) !== 0o755) await chmod(path, 0o755);
+        mkdirSync(path, 0o755);
+        if ((0o755 & ~this.umask) !== 0o755) chmodSync(path, 0o755);
       } catch (error) {
         throw ioError(error, folder.join('/'));
       }
@@ -150,7 +168,6 @@ export class StagingWriter {
       this.gathered = { ...file, chunks: [] };
       return;
     }
-    await this.pool.throttle();
     try {
       const fd = await openP(file.path, file.mode);
       this.streamed = { ...file, fd, hash: this.entries ? createHash('sha256') : undefined };
@@ -182,8 +199,8 @@ export class StagingWriter {
   }
 
   /**
-   * The current entry ended: a small file goes to the background, a large one is closed.
-   * Resolves `true` when that entry was a file.
+   * The current entry ended: a small file is written whole, a large one is closed. Resolves
+   * `true` when that entry was a file.
    */
   async endFile(): Promise<boolean> {
     const gathered = this.gathered;
@@ -195,12 +212,8 @@ export class StagingWriter {
         gathered.chunks.length === 1
           ? gathered.chunks[0]!
           : Buffer.concat(gathered.chunks, gathered.size);
-      this.record(
-        gathered,
-        this.entries ? createHash('sha256').update(data).digest('hex') : undefined,
-      );
-      await this.pool.throttle();
-      this.pool.track(this.writeWhole(gathered, data), data.length);
+      this.record(gathered, this.entries ? hash('sha256', data, 'hex') : undefined);
+      this.writeWhole(gathered, data);
     } else if (streamed) {
       this.record(streamed, streamed.hash?.digest('hex'));
       try {
@@ -214,18 +227,12 @@ export class StagingWriter {
     return gathered !== undefined || streamed !== undefined;
   }
 
-  /** Throws the first failure of a background write, if any. */
-  rethrow(): void {
-    this.pool.rethrow();
-  }
-
-  /** After the last entry, or on failure: closes what is open and waits for every write. */
+  /** After the last entry, or on failure: closes what is open. */
   async close(): Promise<void> {
     const open = this.streamed?.fd;
     this.streamed = undefined;
     this.gathered = undefined;
     if (open !== undefined) await closeP(open).catch(() => undefined);
-    await this.pool.settle();
   }
 
   private record(file: FileBeingWritten, sha256: string | undefined): void {
@@ -238,17 +245,19 @@ export class StagingWriter {
     });
   }
 
-  private async writeWhole(file: FileBeingWritten, data: Buffer): Promise<void> {
+  private writeWhole(file: FileBeingWritten, data: Buffer): void {
     let fd: number | undefined;
     try {
-      fd = await openP(file.path, file.mode);
-      if (data.length > 0) await writeAll(fd, data);
-      if ((file.mode & ~this.umask) !== file.mode) await fchmodP(fd, file.mode);
+      fd = openSync(file.path, OPEN_FLAGS, file.mode);
+      for (let offset = 0; offset < data.length;) {
+        offset += writeSync(fd, data, offset, data.length - offset);
+      }
+      if ((file.mode & ~this.umask) !== file.mode) fchmodSync(fd, file.mode);
       const opened = fd;
       fd = undefined;
-      await closeP(opened);
+      closeSync(opened);
     } catch (error) {
-      if (fd !== undefined) await closeP(fd).catch(() => undefined);
+      if (fd !== undefined) closeQuietly(fd);
       throw ioError(error, file.relative);
     }
   }
