@@ -138,7 +138,9 @@ function finish(engine: Gunzip): Promise<void> {
  * Inflates a gzip stream (one or more members, RFC 1952) slice by slice. Throws
  * `ERR_ARCHIVE_NOT_GZIP` unless it starts with the gzip magic, `ERR_ARCHIVE_TRAILING_DATA` for
  * any byte after the last member zlib accepts, `ERR_ARCHIVE_TRUNCATED` / `ERR_ARCHIVE_CORRUPT`
- * for a broken stream. Everything a slice produced before its error is yielded first.
+ * for a broken stream. The output of the slices before the one zlib fails in is yielded first,
+ * then the error; of that slice, Node's zlib drops what the failing call produced (with 256 KiB
+ * output buffers, usually all of it). The same bytes always give the same output and verdict.
  */
 export async function* inflateGzip(
   source: AsyncIterable<unknown>,
