@@ -1,7 +1,10 @@
 // bench/install: installing a 5,000-file / 50 MB pack from a local static store with
 // @packwarden/store-client, next to `tar -xzf` of the very same archive, in one run.
 //
-//   node bench/install/run.mjs [--runs N] [--keep] [--no-oci]
+//   node bench/install/run.mjs [--runs N] [--keep] [--no-oci] [--against REF,…]
+//
+// --against REF,… adds an in-process row for store-client built from each git REF, and builds the
+// current code the same way (buildAt in ../lib.mjs), all in the same interleaved runs.
 //
 // The OCI case (issue 12): the same pack pushed to a throwaway local registry
 // (scripts/registry.sh, Debian's docker-registry) and installed back with the built CLI
@@ -14,12 +17,15 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
+import { buildAt, fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
 const keep = args.includes('--keep');
 const oci = !args.includes('--no-oci');
+const againstRefs = args.includes('--against')
+  ? (args[args.indexOf('--against') + 1] ?? '').split(',').filter(Boolean)
+  : [];
 const TARGET = 1.5;
 const FILES = 5_000;
 const TOTAL_BYTES = 50 * 1024 * 1024;
@@ -68,6 +74,22 @@ const archiveBytes = (await readFile(archive)).length;
 // slower to create (folderCreationMicros in lib.mjs).
 const installScript = join(here, 'install-once.mjs');
 const store = await openStore({ url: storeDir, env: {}, cacheDir: false });
+// In-process rows: this checkout's dist, or with --against every build bundled alike.
+const libraries = [{ label: '', installPack, store }];
+const builds = [];
+if (againstRefs.length > 0) {
+  libraries.length = 0;
+  for (const ref of ['worktree', ...againstRefs]) {
+    const built = await buildAt(ref, { packages: ['store-client'] });
+    builds.push(built.dir);
+    const library = await import(built.lib('store-client'));
+    libraries.push({
+      label: ` @${ref}`,
+      installPack: library.installPack,
+      store: await library.openStore({ url: storeDir, env: {}, cacheDir: false }),
+    });
+  }
+}
 const spawnOrThrow = (command, argv, env = process.env) => {
   const result = spawnSync(command, argv, { encoding: 'utf8', env });
   if (result.status !== 0) throw new Error(`${command} ${argv.join(' ')}: ${result.stderr}`);
@@ -104,7 +126,7 @@ if (oci) {
   pushMs = pushed.ms;
 }
 const creating = folderCreationMicros(work);
-const samples = { tar: [], cli: [], store: [], lib: [], oci: [] };
+const samples = { tar: [], cli: [], store: [], lib: libraries.map(() => []), oci: [] };
 let peakRssKiB = 0;
 for (let i = 0; i <= runs; i++) {
   const out = join(work, `tar-${i}`);
@@ -124,13 +146,18 @@ for (let i = 0; i <= runs; i++) {
     ),
   );
   // In-process: what a service embedding the library pays per install (store opened once).
-  const lib = await time(() =>
-    installPack(
-      store,
-      { type: 'pack', slug: 'bench-pack' },
-      { home: join(work, `lib-${i}`), env: {} },
-    ),
-  );
+  const libs = [];
+  for (const [v, library] of libraries.entries()) {
+    libs.push(
+      await time(() =>
+        library.installPack(
+          library.store,
+          { type: 'pack', slug: 'bench-pack' },
+          { home: join(work, `lib-${i}-${v}`), env: {} },
+        ),
+      ),
+    );
+  }
   let ociRun;
   if (oci) {
     ociRun = await time(() =>
@@ -150,12 +177,11 @@ for (let i = 0; i <= runs; i++) {
   samples.tar.push(tar.ms);
   samples.cli.push(cli.ms);
   samples.store.push(storeRun.ms);
-  samples.lib.push(lib.ms);
+  libs.forEach((lib, v) => samples.lib[v].push(lib.ms));
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const tar = median(samples.tar);
 const cli = median(samples.cli);
-const lib = median(samples.lib);
 const storeCli = median(samples.store);
 
 console.log(
@@ -168,9 +194,12 @@ console.log(
 console.log(
   `  installPack, whole Node process              ${fmtMs(cli)}  ${(cli / tar).toFixed(2)}×  ${verdict(cli / tar, TARGET)}  peak RSS ${(peakRssKiB / 1024).toFixed(0)} MiB`,
 );
-console.log(
-  `  installPack, in-process (library)            ${fmtMs(lib)}  ${(lib / tar).toFixed(2)}×  ${verdict(lib / tar, TARGET)}`,
-);
+libraries.forEach(({ label }, v) => {
+  const lib = median(samples.lib[v]);
+  console.log(
+    `  ${`installPack, in-process (library)${label}`.padEnd(45)} ${fmtMs(lib)}  ${(lib / tar).toFixed(2)}×  ${verdict(lib / tar, TARGET)}`,
+  );
+});
 if (oci) {
   const ociMs = median(samples.oci);
   console.log(
@@ -189,5 +218,6 @@ if (registryDir) {
   spawnSync('bash', [join(repoRoot, 'scripts', 'registry.sh'), 'stop', registryDir]);
   registryDir = undefined;
 }
+for (const dir of builds) await rm(dir, { recursive: true, force: true });
 if (keep) console.log(`kept ${work}`);
 else await rm(work, { recursive: true, force: true });
