@@ -214,10 +214,11 @@ export async function* inflateGzip(
   const chunks = source[Symbol.asyncIterator]();
   let sourceEnded = false;
   let lastSliceFed = false;
-  let ended = false;
+  // Set when the step that ends the stream starts: nothing follows it.
+  let exhausted = false;
   // The next slice: read from the source and inflated. Never two at once: the next one starts
   // only once this one has settled.
-  const next = async (): Promise<Step | undefined> => {
+  const next = async (): Promise<Step> => {
     while (!sourceEnded && pendingBytes < GZIP_SLICE_BYTES) {
       if (signal?.aborted) throw abortError(signal);
       const read = await chunks.next();
@@ -236,8 +237,7 @@ export async function* inflateGzip(
       lastSliceFed = true;
       if (pendingBytes > 0 || compressed === 0) return inflate(take(pendingBytes));
     }
-    if (ended) return undefined;
-    ended = true;
+    exhausted = true;
     await finish(engine);
     const rest = drained();
     return engineError === undefined
@@ -253,7 +253,6 @@ export async function* inflateGzip(
   let heldByCaller = 0;
   let running: Promise<void> | undefined;
   let failure: { error: unknown } | undefined;
-  let exhausted = false;
   const pump = (): void => {
     if (running !== undefined || failure !== undefined || exhausted) return;
     if (ready.length >= READ_AHEAD_SLICES || ready.at(-1)?.verdict !== undefined) return;
@@ -261,10 +260,6 @@ export async function* inflateGzip(
     running = next().then(
       (step) => {
         running = undefined;
-        if (step === undefined) {
-          exhausted = true;
-          return;
-        }
         ready.push(step);
         readyBytes += step.slice.bytes;
         pump();
