@@ -170,6 +170,34 @@ describe('kidProblem: the one kid rule (issue 13.6)', () => {
     }
   });
 
+  test('judges kids with non-ASCII characters by the Unicode classes (issue 14 kept them lazy)', () => {
+    for (const kid of ['clé-2026', 'ключ', '鍵-1', 'k😀']) expect(kidProblem(kid)).toBeUndefined();
+    for (const kid of ['a\u00a0b', 'a\u3000b', 'a\u2028b', 'a\ufeffb', 'a\ud800b', 'a\u{e0001}']) {
+      expect(kidProblem(kid)).toBe('kid contains a control, format or whitespace character');
+    }
+  });
+
+  test('accepts a kid exactly when the one rule does (property)', () => {
+    const rule = (kid: string) =>
+      kid.length > 0 &&
+      kid.length <= 256 &&
+      !/[/\\]/.test(kid) &&
+      !kid.includes('..') &&
+      !/[\p{Cc}\p{Cf}\p{Cs}\p{Z}\s]/u.test(kid);
+    const characters = [
+      ...Array.from({ length: 128 }, (_, code) => String.fromCharCode(code)),
+      ...['\u0085', '\u00a0', '\u00ad', '\u00e9', '\u200b', '\u2028', '\u202e', '\u3000'],
+      ...['\ufeff', '\ud800', '\udc00', '\ud83d\ude00', '\u{e0001}'],
+    ];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...characters), { maxLength: 12 }), (parts) => {
+        const kid = parts.join('');
+        expect(kidProblem(kid) === undefined).toBe(rule(kid));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   test('no accepted kid holds a control, format, separator or space character (property)', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (kid) => {

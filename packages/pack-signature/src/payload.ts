@@ -4,7 +4,43 @@ import { FILE_LIST_MAX_ENTRIES, PACK_SIGNATURE_IAT_RANGE } from './constants.js'
 
 // Control and format characters (bidi overrides included), lone surrogates and line breaks:
 // these strings are shown to operators in refusals and must read as what they are.
-const NO_CONTROL = /^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$/u;
+const NO_CONTROL_SOURCE = String.raw`^[^\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]+$`;
+// Printable ASCII, space included: text that NO_CONTROL_SOURCE matches.
+const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
+
+/**
+ * `new RegExp(NO_CONTROL_SOURCE, 'u')`, made when first needed. V8 builds the Unicode sets of
+ * `\p{…}` classes when it makes a pattern: ~2 M instructions of every CLI start-up that loads
+ * this module (issue 14), where a printable-ASCII name or version needs none of them. `test`
+ * answers true for such text at once and asks the pattern otherwise; everything else a RegExp
+ * offers (`exec`, `source`, `flags`, `toString`, which zod's issues and JSON Schema show) is the
+ * pattern's own.
+ */
+class NoControlPattern extends RegExp {
+  #pattern: RegExp | undefined;
+  constructor() {
+    super(PRINTABLE_ASCII.source);
+  }
+  #full(): RegExp {
+    return (this.#pattern ??= new RegExp(NO_CONTROL_SOURCE, 'u'));
+  }
+  override get source(): string {
+    return NO_CONTROL_SOURCE;
+  }
+  override get flags(): string {
+    return 'u';
+  }
+  override get unicode(): boolean {
+    return true;
+  }
+  override exec(text: string): RegExpExecArray | null {
+    return this.#full().exec(text);
+  }
+  override test(text: string): boolean {
+    return PRINTABLE_ASCII.test(text) || this.#full().test(text);
+  }
+}
+const NO_CONTROL: RegExp = new NoControlPattern();
 
 /**
  * The signed payload of `pack.sig` v1, checked only after its signature verified. Strict: an
