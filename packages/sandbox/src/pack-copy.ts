@@ -5,15 +5,18 @@ import {
   createWriteStream,
   fchmodSync,
   fstatSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readlinkSync,
   readSync,
+  realpathSync,
+  rmSync,
   symlinkSync,
   writeSync,
+  type Stats,
 } from 'node:fs';
-import { lstat, mkdir, realpath, rm } from 'node:fs/promises';
 import { join, relative, isAbsolute, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { SandboxError } from './errors.js';
@@ -31,8 +34,22 @@ export function pathsOverlap(a: string, b: string): boolean {
 }
 
 /** `realpath`, or the path itself when it does not exist yet (nothing to resolve). */
-async function resolved(path: string): Promise<string> {
-  return realpath(path).catch(() => path);
+function resolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** `lstat`, or undefined when nothing is there. */
+function lstatIfAny(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
 }
 
 /**
@@ -41,7 +58,8 @@ async function resolved(path: string): Promise<string> {
  * (docs/sandbox.md, "The pack is synced into the workspace").
  */
 export async function assertNoOverlap(source: string, target: string, what: string): Promise<void> {
-  const [from, to] = await Promise.all([resolved(source), resolved(target)]);
+  const from = resolved(source);
+  const to = resolved(target);
   if (pathsOverlap(from, to)) {
     throw new SandboxError(
       'ERR_WORKSPACE_OVERLAPS_PACK',
@@ -55,10 +73,16 @@ export async function assertNoOverlap(source: string, target: string, what: stri
  * level is `lstat`ed from `root` (a folder the caller trusts) and must be a real folder or
  * missing (then created); the last level, if it exists, must be a real folder and is removed
  * (`rm` unlinks symlinks inside it, never follows them). Anything else is refused before any
- * change (docs/sandbox.md: sync never traverses a symlink it did not create).
+ * change (docs/sandbox.md: sync never traverses a symlink it did not create). Synchronous calls,
+ * as for the copy below: a boot prepares a handful of folders (issue 14, bench/boot).
  */
 export async function prepareTargetDir(root: string, segments: readonly string[]): Promise<string> {
-  const rootInfo = await lstat(root).catch(() => undefined);
+  let rootInfo: Stats | undefined;
+  try {
+    rootInfo = lstatSync(root);
+  } catch {
+    rootInfo = undefined;
+  }
   if (rootInfo === undefined || !rootInfo.isDirectory()) {
     throw new SandboxError('ERR_UNSAFE_PATH', `${root} is not a folder (a symlink or missing)`);
   }
@@ -67,12 +91,16 @@ export async function prepareTargetDir(root: string, segments: readonly string[]
   const missing: string[] = [];
   for (const segment of segments) {
     path = join(path, segment);
-    const info = await lstat(path).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw new SandboxError('ERR_UNSAFE_PATH', `cannot inspect ${path}: ${error.message}`, {
-        cause: error,
-      });
-    });
+    let info: Stats | undefined;
+    try {
+      info = lstatIfAny(path);
+    } catch (error) {
+      throw new SandboxError(
+        'ERR_UNSAFE_PATH',
+        `cannot inspect ${path}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     if (info === undefined) {
       missing.push(path);
       continue;
@@ -85,15 +113,18 @@ export async function prepareTargetDir(root: string, segments: readonly string[]
     }
   }
   const target = path;
-  if (!missing.includes(target)) await rm(target, { recursive: true, force: true });
+  if (!missing.includes(target)) rmSync(target, { recursive: true, force: true });
   let created = root;
   for (const segment of segments) {
     created = join(created, segment);
     // Non-recursive mkdir: an entry that appeared since the check fails it (EEXIST).
-    await mkdir(created).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EEXIST' || created === target) throw unsafe(created, error);
-    });
-    const info = await lstat(created);
+    try {
+      mkdirSync(created);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || created === target)
+        throw unsafe(created, error);
+    }
+    const info = lstatSync(created);
     if (!info.isDirectory()) throw unsafe(created);
   }
   return target;

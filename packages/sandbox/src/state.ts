@@ -1,4 +1,4 @@
-import { mkdir, realpath } from 'node:fs/promises';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from './errors.js';
 
@@ -27,9 +27,11 @@ export const CREDENTIAL_VARIABLES: readonly string[] = Object.freeze([
   'AGENTHIPPO_BASE_URL',
 ]);
 
-async function makeDir(path: string, mode?: number): Promise<void> {
+// Synchronous calls: the layout is a dozen folders made before the sandbox serves anyone, and a
+// trip through the thread pool for each was event-loop idle in every boot (issue 14, bench/boot).
+function makeDir(path: string, mode?: number): void {
   try {
-    await mkdir(path, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
+    mkdirSync(path, { recursive: true, ...(mode !== undefined ? { mode } : {}) });
   } catch (cause) {
     throw new SandboxError('ERR_STATE_DIR', `cannot create ${path}: ${(cause as Error).message}`, {
       cause,
@@ -42,10 +44,10 @@ export async function createSandboxState(
   stateDir: string,
   workspace: string | undefined,
 ): Promise<SandboxState> {
-  await makeDir(stateDir, 0o700);
-  const root = await realpath(stateDir);
+  makeDir(stateDir, 0o700);
+  const root = realpathSync(stateDir);
   const engineDir = join(root, 'engine');
-  await makeDir(engineDir, 0o700);
+  makeDir(engineDir, 0o700);
   const env = {
     HOME: join(engineDir, 'home'),
     XDG_CACHE_HOME: join(engineDir, 'cache'),
@@ -58,15 +60,15 @@ export async function createSandboxState(
     PACKWARDEN_SANDBOX: '1',
   };
   for (const [name, dir] of Object.entries(env))
-    if (name !== 'PACKWARDEN_SANDBOX') await makeDir(dir, 0o700);
+    if (name !== 'PACKWARDEN_SANDBOX') makeDir(dir, 0o700);
   const workspaceDir = workspace ?? join(root, 'workspace');
-  await makeDir(workspaceDir);
+  makeDir(workspaceDir);
   return {
     stateDir: root,
     engineDir,
     home: env.HOME,
     packwardenHome: env.PACKWARDEN_HOME,
-    workspace: await realpath(workspaceDir),
+    workspace: realpathSync(workspaceDir),
     env: Object.freeze(env),
   };
 }

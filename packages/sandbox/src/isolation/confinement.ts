@@ -1,6 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+// Only `close()` removes its folder through the thread pool: what a confinement reads and makes
+// when it starts (a few folders and small files, before any pack code runs) uses synchronous
+// calls, each a thread-pool trip the boot waited for otherwise (issue 14, bench/boot).
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
@@ -46,8 +59,8 @@ async function resolveFolder(label: string, path: unknown, fileOk = false): Prom
     throw policyError(`${label} must be an absolute path`);
   let real: string;
   try {
-    real = await realpath(path);
-    const info = await stat(real);
+    real = realpathSync(path);
+    const info = statSync(real);
     if (!info.isDirectory() && !(fileOk && info.isFile())) throw new Error('not a folder');
   } catch (error) {
     throw policyError(`${label} ${path} is not a usable folder`, error);
@@ -140,20 +153,29 @@ function processAlive(pid: number): boolean {
 async function sweepStaleRuntimes(parent: string): Promise<void> {
   let names: string[];
   try {
-    names = (await readdir(parent)).filter((name) => name.startsWith(RUNTIME_PREFIX));
+    names = readdirSync(parent).filter((name) => name.startsWith(RUNTIME_PREFIX));
   } catch {
     return;
   }
   for (const name of names.slice(0, 64)) {
     const dir = join(parent, name);
     try {
-      const owner = Number.parseInt(await readFile(join(dir, OWNER_FILE), 'utf8'), 10);
+      const owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), 'utf8'), 10);
       if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) continue;
     } catch {
-      const info = await stat(dir).catch(() => undefined);
-      if (info === undefined || Date.now() - info.mtimeMs < UNOWNED_GRACE_MS) continue;
+      let modified: number | undefined;
+      try {
+        modified = statSync(dir).mtimeMs;
+      } catch {
+        modified = undefined;
+      }
+      if (modified === undefined || Date.now() - modified < UNOWNED_GRACE_MS) continue;
     }
-    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Best effort, as the comment above says: a folder that cannot go stays.
+    }
   }
 }
 
@@ -197,8 +219,8 @@ async function startConfinement(
   let runtimeDir: string;
   if (options.runtimeParent !== undefined) await sweepStaleRuntimes(options.runtimeParent);
   try {
-    runtimeDir = await mkdtemp(join(options.runtimeParent ?? tmpdir(), RUNTIME_PREFIX));
-    await writeFile(join(runtimeDir, OWNER_FILE), String(process.pid), { mode: 0o600 });
+    runtimeDir = mkdtempSync(join(options.runtimeParent ?? tmpdir(), RUNTIME_PREFIX));
+    writeFileSync(join(runtimeDir, OWNER_FILE), String(process.pid), { mode: 0o600 });
   } catch (error) {
     throw new SandboxError('ERR_ISOLATION_SETUP', 'cannot create the confinement folder', {
       cause: error,
@@ -216,10 +238,10 @@ async function startConfinement(
     ...[...admitted.values()].map((entry) => entry.origin),
   ];
   try {
-    await mkdir(envDir, { mode: 0o700 });
-    await mkdir(hostRuntime, { mode: 0o700 });
-    await writeFile(join(hostRuntime, 'relay.mjs'), RELAY_SOURCE, { mode: 0o400 });
-    await writeFile(join(hostRuntime, 'relay.pl'), RELAY_PERL_SOURCE, { mode: 0o400 });
+    mkdirSync(envDir, { mode: 0o700 });
+    mkdirSync(hostRuntime, { mode: 0o700 });
+    writeFileSync(join(hostRuntime, 'relay.mjs'), RELAY_SOURCE, { mode: 0o400 });
+    writeFileSync(join(hostRuntime, 'relay.pl'), RELAY_PERL_SOURCE, { mode: 0o400 });
     if (outcome.level === 'full')
       proxy = await startHostProxy(join(hostRuntime, 'proxy.sock'), {
         allowed: allowedNow,

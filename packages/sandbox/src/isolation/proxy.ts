@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { chmod } from 'node:fs/promises';
+import { chmodSync } from 'node:fs';
 import { connect as connectTcp, createServer, isIP, type Server, type Socket } from 'node:net';
 import { ISOLATION_LIMITS } from './limits.js';
 import {
@@ -304,7 +304,7 @@ export async function startHostProxy(
       resolve();
     });
   });
-  await chmod(socketPath, 0o600);
+  chmodSync(socketPath, 0o600);
   return {
     socketPath,
     events,

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { generateKeypair, signEngine, signPack } from '@packwarden/pack-signature';
 import { loadPackTrustRoot } from '@packwarden/trust-root';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -76,6 +76,32 @@ describe('leftovers and masks', () => {
     );
     await confinement.close();
     expect(readdirSync(runtimeParent)).toEqual(['pw-confine-live']);
+  });
+
+  test('a runtime folder without an owner file is removed once older than a minute, kept while younger', async () => {
+    const root = await layout();
+    const runtimeParent = join(root, 'runtime');
+    // A crash between making the folder and writing its owner file leaves one without it.
+    const old = join(runtimeParent, 'pw-confine-crashed');
+    const young = join(runtimeParent, 'pw-confine-starting');
+    for (const dir of [old, young]) await mkdir(join(dir, 'run'), { recursive: true });
+    const twoMinutesAgo = new Date(Date.now() - 120_000);
+    utimesSync(old, twoMinutesAgo, twoMinutesAgo);
+
+    const confinement = await createConfinement(policy(root), { mode: 'required', runtimeParent });
+    expect(existsSync(old)).toBe(false);
+    expect(existsSync(young)).toBe(true);
+    await confinement.close();
+    expect(readdirSync(runtimeParent)).toEqual(['pw-confine-starting']);
+  });
+
+  test('a state folder that cannot be made is ERR_STATE_DIR, naming it', async () => {
+    const root = tempDir();
+    writeFileSync(join(root, 'file'), 'not a folder');
+    await expect(createSandboxState(join(root, 'file', 'state'), undefined)).rejects.toMatchObject({
+      code: 'ERR_STATE_DIR',
+      message: expect.stringContaining(`cannot create ${join(root, 'file', 'state')}`),
+    });
   });
 
   test('a host unix socket inside the pack folder cannot be reached from inside the walls', async () => {
