@@ -1,6 +1,6 @@
 // Shared helpers for the bench/ scripts: building what they run, timing commands, printing.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -121,6 +121,36 @@ export function folderCreationMicros(parent) {
     times.push(Number(process.hrtime.bigint() - start) / 1e3);
   }
   return times.sort((a, b) => a - b)[10];
+}
+
+/**
+ * Starts watching what this machine's CPUs spent their time on (Linux `/proc/stat`); the function
+ * it returns says, for the time since, which share went to other guests of the hypervisor
+ * (steal) and to waiting for the disk (iowait), as one line for a bench to print. On this VM
+ * `node -e 0` took 25–100 ms within one hour, with up to 50% steal while the disk wrote back
+ * (bench README, "Issue 14, sixth pass"): ratios to a baseline in the same rounds hold up better
+ * than absolute times, and this line says how much to trust either. Undefined off Linux.
+ */
+export function watchCpuTime() {
+  const read = () => {
+    try {
+      const line = readFileSync('/proc/stat', 'latin1').split('\n')[0];
+      // cpu user nice system idle iowait irq softirq steal …
+      return line.trim().split(/\s+/).slice(1).map(Number);
+    } catch {
+      return undefined;
+    }
+  };
+  const start = read();
+  return () => {
+    const end = read();
+    if (start === undefined || end === undefined) return undefined;
+    const delta = end.map((value, i) => value - (start[i] ?? 0));
+    const total = delta.slice(0, 8).reduce((sum, value) => sum + value, 0);
+    if (total <= 0) return undefined;
+    const share = (i) => `${((100 * (delta[i] ?? 0)) / total).toFixed(1)}%`;
+    return `CPU time during the run: steal ${share(7)}, iowait ${share(4)} (above a few percent, other guests or the disk slowed what was timed)`;
+  };
 }
 
 export function fmtMs(ms) {

@@ -9,7 +9,15 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { cliBin, ensureBuilt, fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
+import {
+  cliBin,
+  ensureBuilt,
+  fmtMs,
+  folderCreationMicros,
+  repoRoot,
+  verdict,
+  watchCpuTime,
+} from '../lib.mjs';
 
 const flag = (name) => {
   const at = process.argv.indexOf(name);
@@ -143,6 +151,7 @@ try {
         ' ',
       )}), Node ${process.version}, medians of ${runs} interleaved rounds after a warm-up round\n`,
   );
+  const cpuTime = watchCpuTime();
   const creating = folderCreationMicros(work);
   await round();
   const samples = [];
@@ -165,6 +174,8 @@ try {
   console.log(
     `\nMaking a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the rounds, ${folderCreationMicros(work).toFixed(0)} µs after (each boot makes ~50 files and folders; slow when files were deleted there in the last minutes)`,
   );
+  const spent = cpuTime();
+  if (spent !== undefined) console.log(spent);
 
   if (profileDir !== undefined) {
     const dir = resolve(profileDir);

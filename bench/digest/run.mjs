@@ -18,6 +18,7 @@ import {
   timeCommand,
   timeInterleaved,
   verdict,
+  watchCpuTime,
 } from '../lib.mjs';
 
 const flag = (name) =>
@@ -158,6 +159,7 @@ try {
   console.log(
     `bench/digest on ${availableParallelism()} cores, Node ${process.version}: medians of ${runs} interleaved rounds after a warm-up round (page cache warm); ratios are medians of per-round ratios\n`,
   );
+  const cpuTime = watchCpuTime();
 
   // (a) six 64 MiB files
   const a = join(work, 'six-64mib');
@@ -223,6 +225,8 @@ try {
     encoding: 'utf8',
   });
   if (viaCli.slice(0, 64) !== measured(b).digest) throw new Error('CLI and library digests differ');
+  const spent = cpuTime();
+  if (spent !== undefined) console.log(`\n${spent}`);
 } finally {
   if (keep) console.log(`\n(trees kept in ${work})`);
   else rmSync(work, { recursive: true, force: true });

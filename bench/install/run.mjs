@@ -17,7 +17,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildAt, fmtMs, folderCreationMicros, repoRoot, verdict } from '../lib.mjs';
+import { buildAt, fmtMs, folderCreationMicros, repoRoot, verdict, watchCpuTime } from '../lib.mjs';
 
 const args = process.argv.slice(2);
 const runs = Number(args[args.indexOf('--runs') + 1]) || 5;
@@ -124,6 +124,7 @@ if (oci) {
   const pushed = await time(() => pushPackFolder(packDir, ociRef, { plainHttp: true, env: {} }));
   pushMs = pushed.ms;
 }
+const cpuTime = watchCpuTime();
 const creating = folderCreationMicros(work);
 const samples = { tar: [], proc: [], cli: [], lib: libraries.map(() => []), oci: [] };
 let peakRssKiB = 0;
@@ -207,6 +208,8 @@ if (oci) {
 console.log(
   `  making a folder in ${tmpdir()}: ${creating.toFixed(0)} µs before the runs, ${folderCreationMicros(work).toFixed(0)} µs after (slow when many files were deleted there in the last minutes)`,
 );
+const spent = cpuTime();
+if (spent !== undefined) console.log(`  ${spent}`);
 console.log(
   '  installPack also hashes the archive and every file (the pack digest), judges every header and validates agent.yaml.',
 );

@@ -28,6 +28,7 @@ import {
   repoRoot,
   timeInterleaved,
   verdict,
+  watchCpuTime,
 } from '../lib.mjs';
 
 const flag = (name) =>
@@ -91,6 +92,7 @@ try {
   console.log(
     `bench/verify on ${availableParallelism()} cores, Node ${process.version}, medians of ${runs} interleaved rounds after a warm-up round\n`,
   );
+  const cpuTime = watchCpuTime();
   // The environment as it is, then (when it sets NODE_EXTRA_CA_CERTS) without it: each group is
   // a baseline and the variants, in the same interleaved rounds, each ratio to its own baseline.
   const environments = [
@@ -201,6 +203,8 @@ try {
       `    ${(loop.name ?? `verifyPack${tag(loop.variant)}`).padEnd(40)}${perSecond.toFixed(0).padStart(6)} packs/s  ${perCpuSecond.toFixed(0).padStart(6)} packs/CPU-s   (${(loop.wallMs / loop.count).toFixed(2)} ms each, ${loop.count} passes${loop.name ? '' : `; ${perSecond >= 500 ? 'ok' : 'MISSED'} (target ≥ 500/s)`})`,
     );
   }
+  const spent = cpuTime();
+  if (spent !== undefined) console.log(`\n${spent}`);
 } finally {
   rmSync(work, { recursive: true, force: true });
   for (const dir of builds) rmSync(dir, { recursive: true, force: true });
