@@ -39,6 +39,11 @@ class NoControlPattern extends RegExp {
   override test(text: string): boolean {
     return PRINTABLE_ASCII.test(text) || this.#full().test(text);
   }
+  // `split` copies a pattern from its internal source, not from `source` (`matchAll` refuses a
+  // pattern without the g flag, as it refuses the literal).
+  override [Symbol.split](text: string, limit?: number): string[] {
+    return this.#full()[Symbol.split](text, limit);
+  }
 }
 const NO_CONTROL: RegExp = new NoControlPattern();
 

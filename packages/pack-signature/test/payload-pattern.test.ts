@@ -57,6 +57,26 @@ describe('the payload pattern, made only for text that is not printable ASCII', 
     }
   });
 
+  it('behaves as the literal pattern wherever a RegExp is used', () => {
+    const check = PackSignaturePayloadSchema.shape.pack._zod.def.checks?.find(
+      (c) => (c._zod.def as { format?: string }).format === 'regex',
+    );
+    const pattern = (check?._zod.def as { pattern?: RegExp } | undefined)?.pattern;
+    expect(pattern).toBeInstanceOf(RegExp);
+    for (const text of ['hello-pack', 'caf\u00e9', 'a\u202eb', '', 'a\nb', '\ud800']) {
+      expect(pattern!.test(text)).toBe(LITERAL.test(text));
+      expect(pattern!.exec(text)?.[0]).toBe(LITERAL.exec(text)?.[0]);
+      expect(text.match(pattern!)?.[0]).toBe(text.match(LITERAL)?.[0]);
+      expect(text.split(pattern!)).toEqual(text.split(LITERAL));
+    }
+    expect(String(pattern)).toBe(String(LITERAL));
+    expect([pattern!.source, pattern!.flags, pattern!.unicode]).toEqual([
+      LITERAL.source,
+      'u',
+      true,
+    ]);
+  });
+
   it('shows the same pattern in issues and JSON Schema as the literal', () => {
     const refused = PackSignaturePayloadSchema.safeParse(payload('a\u202eb'));
     expect(refused.success).toBe(false);
