@@ -145,6 +145,15 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/** Whether a runtime folder without an owner file was last changed long enough ago to be a crash's. */
+function unownedLongEnough(dir: string): boolean {
+  try {
+    return Date.now() - statSync(dir).mtimeMs >= UNOWNED_GRACE_MS;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Removes the runtime folders a confinement killed without `close()` (SIGKILL, a crash) left in
  * `parent`: those whose owner process is gone (docs/sandbox.md, "State"). A folder of a live
@@ -163,13 +172,7 @@ async function sweepStaleRuntimes(parent: string): Promise<void> {
       const owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), 'utf8'), 10);
       if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) continue;
     } catch {
-      let modified: number | undefined;
-      try {
-        modified = statSync(dir).mtimeMs;
-      } catch {
-        modified = undefined;
-      }
-      if (modified === undefined || Date.now() - modified < UNOWNED_GRACE_MS) continue;
+      if (!unownedLongEnough(dir)) continue;
     }
     try {
       rmSync(dir, { recursive: true, force: true });
