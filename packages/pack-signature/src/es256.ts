@@ -1,5 +1,5 @@
 import { KeyObject, verify as cryptoVerify, type webcrypto } from 'node:crypto';
-import { compactVerify } from 'jose';
+import { compactVerify } from 'jose/jws/compact/verify';
 import type { ParsedCompactJws } from './strict-jws.js';
 
 /** An EC P-256 public key, as `KeyObject` (what `@packwarden/trust-root` gives) or `CryptoKey`. */

@@ -1,6 +1,6 @@
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
-import { calculateJwkThumbprint } from 'jose';
+import { calculateJwkThumbprint } from 'jose/jwk/thumbprint';
 import { PackSignatureError } from './errors.js';
 import { kidProblem } from '@packwarden/pack-manifest/resolve';
 

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import type { PackDigestEntry } from '@packwarden/pack-digest';
 import { removeStaleTemporaries, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { kidProblem } from '@packwarden/pack-manifest/resolve';
-import { CompactSign } from 'jose';
+import { CompactSign } from 'jose/jws/compact/sign';
 import type * as z from 'zod';
 import { PACK_SIGNATURE_ALG, PACK_SIGNATURE_IAT_RANGE } from './constants.js';
 import { checkEs256Jws } from './es256.js';

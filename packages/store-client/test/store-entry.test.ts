@@ -95,4 +95,11 @@ describe('@packwarden/store-client/store', () => {
     const text = ownText(urls);
     for (const marker of MARKERS) expect(text).toContain(marker);
   });
+
+  it('the full entry loads neither jose nor the verifier: a signature check or a push imports them', async () => {
+    // oci/push-pack.ts imported pack-signature at load, which put jose and the verifier into
+    // every import of the package (issue 14).
+    const { urls } = await loadInChild(join(dist, 'index.js'));
+    expect(urls.filter((url) => /\/jose\/|pack-signature/.test(url))).toEqual([]);
+  });
 });

@@ -1,5 +1,4 @@
 import { loadPackManifest } from '@packwarden/pack-manifest';
-import { readPackSignature } from '@packwarden/pack-signature';
 import { packArchive } from '../build.js';
 import { StoreError } from '../errors.js';
 import type { PackArtifactMeta } from './manifest.js';
@@ -35,6 +34,9 @@ export async function pushPackFolder(
       subject: dir,
     });
   }
+  // Imported here, as installs do (artifact-checks.ts): importing the package's entry must not
+  // load the verifier and jose for every caller that never pushes or checks a signature.
+  const { readPackSignature } = await import('@packwarden/pack-signature');
   const signature = await readPackSignature(dir);
   if (signature.kind === 'malformed') {
     throw new StoreError(
