@@ -67,6 +67,7 @@ if (againstRefs.length > 0) {
   }
 }
 const work = mkdtempSync(join(tmpdir(), 'pw-bench-verify-'));
+const verifyOnce = join(repoRoot, 'bench', 'verify', 'verify-once.mjs');
 
 try {
   // A signed pack of 200 files (1–4 KiB), like a real pack with skills and hooks.
@@ -101,17 +102,34 @@ try {
       ? [{ label: ', NODE_EXTRA_CA_CERTS unset', env: envWithoutExtraCaCerts }]
       : []),
   ];
-  const group = variants.length + 1;
+  // Per variant: the CLI, then the libraries in a whole process (import, keys, one verifyPack):
+  // what a service that imports them pays at start, most of it loading zod, yaml and jose as ES
+  // modules (no target; issue 14, bench/README.md "seventh pass").
+  const group = 2 * variants.length + 1;
   const timed = timeInterleaved(
     environments.flatMap(({ env }, e) => [
       { name: 'node -e 0', command: process.execPath, args: ['-e', '0'], env },
-      ...variants.map((variant) => ({
-        name: 'verify',
-        command: process.execPath,
-        args: [variant.cliBin, 'pack', 'verify', pack, '--keys', join(work, 'keys.json')],
-        env,
-        baseline: e * group,
-      })),
+      ...variants.flatMap((variant) => [
+        {
+          name: 'verify',
+          command: process.execPath,
+          args: [variant.cliBin, 'pack', 'verify', pack, '--keys', join(work, 'keys.json')],
+          env,
+          baseline: e * group,
+        },
+        {
+          name: 'library',
+          command: process.execPath,
+          args: [
+            verifyOnce,
+            pack,
+            join(work, 'keys.json'),
+            ...(variant.label ? [variant.signature, variant.trustRoot] : []),
+          ],
+          env,
+          baseline: e * group,
+        },
+      ]),
     ]),
     { runs },
   );
@@ -121,9 +139,15 @@ try {
     console.log(`${e > 0 ? '\n' : ''}CLI, signed 200-file pack, keys file${label}`);
     console.log(`    ${'node -e 0'.padEnd(40)}${fmtMs(baseline.ms)}`);
     variants.forEach((variant, i) => {
-      const verify = rows[i];
+      const verify = rows[2 * i];
       console.log(
         `    ${`packwarden pack verify <pack> --keys${tag(variant)}`.padEnd(40)}${fmtMs(verify.ms)}   ${verify.ratio.toFixed(2)}×  ${verdict(verify.ratio, 1.8)}`,
+      );
+    });
+    variants.forEach((variant, i) => {
+      const library = rows[2 * i + 1];
+      console.log(
+        `    ${`verifyPack, whole Node process${tag(variant)}`.padEnd(40)}${fmtMs(library.ms)}   ${library.ratio.toFixed(2)}×  (imports, keys, one verifyPack; no target)`,
       );
     });
   });
