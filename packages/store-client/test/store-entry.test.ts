@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { modulesLoadedBy } from '../../../scripts/modules-loaded.js';
 import { tempDir } from './helpers.js';
 
 // The built entries (global-setup builds dist/ when a source is newer).
@@ -15,21 +15,6 @@ const dist = fileURLToPath(new URL('../dist/', import.meta.url));
  */
 async function loadInChild(entry: string): Promise<{ urls: string[]; listed: unknown }> {
   const dir = await tempDir('store-entry-');
-  const log = join(dir, 'loaded.txt');
-  await writeFile(
-    join(dir, 'hooks.mjs'),
-    `import { appendFileSync } from 'node:fs';
-export async function resolve(specifier, context, next) {
-  const result = await next(specifier, context);
-  appendFileSync(${JSON.stringify(log)}, result.url + '\\n');
-  return result;
-}
-`,
-  );
-  await writeFile(
-    join(dir, 'register.mjs'),
-    "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n",
-  );
   const store = join(dir, 'store');
   await mkdir(store);
   await writeFile(
@@ -42,20 +27,8 @@ export async function resolve(specifier, context, next) {
   const script = `const m = await import(${JSON.stringify(pathToFileURL(entry).href)});
 const store = await m.openStore({ url: ${JSON.stringify(store)}, cacheDir: false, env: {} });
 console.log(JSON.stringify({ problems: store.problems.length, ref: m.parseArtifactRef('engine/echo') }));`;
-  const child = spawnSync(
-    process.execPath,
-    [
-      '--import',
-      pathToFileURL(join(dir, 'register.mjs')).href,
-      '--input-type=module',
-      '-e',
-      script,
-    ],
-    { encoding: 'utf8', timeout: 30_000 },
-  );
-  expect(child.status, child.stderr).toBe(0);
-  const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-  return { urls, listed: JSON.parse(child.stdout) };
+  const { urls, stdout } = modulesLoadedBy(dir, script);
+  return { urls, listed: JSON.parse(stdout) };
 }
 
 const HEAVY = /\/(jose|tar-stream)\/|pack-signature/;
