@@ -15,6 +15,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
@@ -73,6 +74,41 @@ const work = mkdtempSync(join(tmpdir(), 'pw-bench-verify-'));
 const verifyOnce = join(repoRoot, 'bench', 'verify', 'verify-once.mjs');
 
 try {
+  // The same, as a service that bundles the libraries would run it: one ES module made by esbuild
+  // (tsup's, as buildAt uses) from the built packages, zod, yaml and jose included. yaml's CommonJS
+  // build requires Node built-ins, hence the `require` the banner defines.
+  const verifyBundled = join(work, 'verify-once.bundled.mjs');
+  {
+    const esbuild = createRequire(
+      realpathSync(join(repoRoot, 'node_modules', 'tsup', 'package.json')),
+    )('esbuild');
+    esbuild.buildSync({
+      stdin: {
+        contents: [
+          "import { verifyPack } from './packages/pack-signature/dist/index.js';",
+          "import { loadPackTrustRoot, selectTrustedKey } from './packages/trust-root/dist/index.js';",
+          'const [pack, keysFile] = process.argv.slice(2);',
+          'const root = await loadPackTrustRoot({ keysFile, env: {} });',
+          'const selectKey = (kid, at) => selectTrustedKey(root, kid, { at });',
+          'const result = await verifyPack(pack, { selectKey });',
+          "if (result.kind !== 'verified') { console.error(result.message); process.exitCode = 1; }",
+        ].join('\n'),
+        resolveDir: repoRoot,
+        sourcefile: 'verify-bundled.mjs',
+        loader: 'js',
+      },
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      outfile: verifyBundled,
+      banner: {
+        js: "import { createRequire as packwardenCreateRequire } from 'node:module'; const require = packwardenCreateRequire(import.meta.url);",
+      },
+      logLevel: 'error',
+    });
+  }
+
   // A signed pack of 200 files (1–4 KiB), like a real pack with skills and hooks.
   const pack = join(work, 'pack');
   mkdirSync(pack);
@@ -108,7 +144,7 @@ try {
   // Per variant: the CLI, then the libraries in a whole process (import, keys, one verifyPack):
   // what a service that imports them pays at start, most of it loading zod, yaml and jose as ES
   // modules (no target; issue 14, bench/README.md "seventh pass").
-  const group = 2 * variants.length + 1;
+  const group = 2 * variants.length + 2;
   const timed = timeInterleaved(
     environments.flatMap(({ env }, e) => [
       { name: 'node -e 0', command: process.execPath, args: ['-e', '0'], env },
@@ -133,6 +169,13 @@ try {
           baseline: e * group,
         },
       ]),
+      {
+        name: 'bundled',
+        command: process.execPath,
+        args: [verifyBundled, pack, join(work, 'keys.json')],
+        env,
+        baseline: e * group,
+      },
     ]),
     { runs },
   );
@@ -153,6 +196,10 @@ try {
         `    ${`verifyPack, whole Node process${tag(variant)}`.padEnd(40)}${fmtMs(library.ms)}   ${library.ratio.toFixed(2)}×  (imports, keys, one verifyPack; no target)`,
       );
     });
+    const bundled = rows[2 * variants.length];
+    console.log(
+      `    ${'  the same, bundled by esbuild'.padEnd(40)}${fmtMs(bundled.ms)}   ${bundled.ratio.toFixed(2)}×  (one ES module: zod, yaml, jose inside)`,
+    );
   });
 
   // Warm, in-process: what a control plane or sandbox that imports the libraries pays per pack.
