@@ -190,7 +190,6 @@ export async function walkPack(
         );
       }
       seen.set(nfc, name);
-      if (dir.depth === 0 && nfc === DIGEST_EXCLUDED_PATH) continue;
       if (pathBytes > limits.maxPathBytes) {
         throw new PackDigestError(
           'ERR_DIGEST_PATH_TOO_LONG',
@@ -210,6 +209,10 @@ export async function walkPack(
           throw ioError(error, path);
         }
       }
+      // Spec rule 2 leaves out one path, the root `pack.sig`, whatever it is. A folder of that
+      // name is no entry, and what it holds is content like any other (vector
+      // `root-pack-sig-folder`): skipping it too left files out of the digest.
+      if (dir.depth === 0 && nfc === DIGEST_EXCLUDED_PATH && kind !== 'directory') continue;
       if (kind === 'directory') {
         if (dir.depth + 1 > limits.maxDepth) {
           throw new PackDigestError(

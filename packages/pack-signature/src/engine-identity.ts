@@ -90,8 +90,10 @@ export function readEngineIdentity(engineDir: string): EngineIdentity | EngineId
 
 /**
  * Whether the folder has anything at all named `pack.sig` at its root, a symlink (even a
- * dangling one) included: the digest walk leaves every root `pack.sig` out, so an engine
- * folder that holds one has a file no engine signature covers (README "Engine signatures").
+ * dangling one) included: the digest walk leaves a root `pack.sig` out (anything but a folder,
+ * whose files are content), so an engine folder that holds one has a file no engine signature
+ * covers (README "Engine signatures"). A folder of that name is refused too: nothing is gained
+ * by telling the two apart.
  */
 export function hasRootPackSignature(engineDir: string): boolean {
   try {
