@@ -2,6 +2,7 @@ import {
   chmodSync,
   cpSync,
   existsSync,
+  mkdirSync,
   readFileSync,
   readdirSync,
   rmSync,
@@ -318,5 +319,31 @@ describe('pack verify --installed --lock', () => {
 
     const noLock = await cli(['pack', 'verify', '--installed'], { env, cwd: work });
     expect(noLock.code).toBe(2);
+  }, 60_000);
+
+  test('a file added in a root folder named pack.sig is drift too', async () => {
+    // The digest walk skipped a root folder named pack.sig with everything in it, where SPEC.md
+    // leaves out only the root pack.sig itself: files hidden there passed this check.
+    const home = tempDir();
+    const work = tempDir();
+    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: home };
+    const archive = join(tempDir(), 'hello.tgz');
+    expect((await cli(['pack', 'export', examplePack, '-o', archive], { env })).code).toBe(0);
+    const lockFile = join(tempDir(), 'packwarden.lock');
+    const installed = await cli(['store', 'install', archive, '--lock', lockFile], {
+      env,
+      cwd: work,
+    });
+    expect(installed.code).toBe(0);
+    const dir = installed.stdout.match(/into (\S+)/)![1]!;
+    rmSync(join(dir, 'pack.sig'), { force: true });
+    mkdirSync(join(dir, 'pack.sig'));
+    writeFileSync(join(dir, 'pack.sig', 'hook.js'), 'process.exit(0);\n');
+    const drift = await cli(['pack', 'verify', '--installed', '--lock', lockFile], {
+      env,
+      cwd: work,
+    });
+    expect(drift.stdout).toContain('drifted');
+    expect(drift.code).toBe(1);
   }, 60_000);
 });
