@@ -90,8 +90,17 @@ function randomTree(seed: number): TreeFile[] {
       files.set(path, { path, content, mode: next() < 0.3 ? 'x' : 'f' });
     }
   }
-  if (next() < 0.5)
+  // The root pack.sig is the one path left out, whatever it is; a folder of that name is not
+  // (its files are content: vector root-pack-sig-folder).
+  const rootSignature = next();
+  if (rootSignature < 0.3)
     files.set('pack.sig', { path: 'pack.sig', content: 'root signature is excluded\n' });
+  else if (rootSignature < 0.45) files.set('pack.sig', { path: 'pack.sig', symlink: 'AGENTS.md' });
+  else if (rootSignature < 0.7)
+    files.set('pack.sig/inside.txt', {
+      path: 'pack.sig/inside.txt',
+      content: 'in a root folder named pack.sig: content\n',
+    });
   files.set('skills/web/pack.sig', { path: 'skills/web/pack.sig', content: 'nested is content\n' });
   return [...files.values()];
 }
