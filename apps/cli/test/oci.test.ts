@@ -281,10 +281,10 @@ describe('lockfile: --lock records, --frozen refuses what changed', () => {
 });
 
 describe('pack verify --installed --lock', () => {
-  test('an edited file of an installed pack is reported as drift (exit 1)', async () => {
-    const home = tempDir();
+  /** The example pack exported, installed with a lock; `verify` runs `pack verify --installed`. */
+  async function installedWithLock() {
     const work = tempDir();
-    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: home };
+    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: tempDir() };
     const archive = join(tempDir(), 'hello.tgz');
     expect((await cli(['pack', 'export', examplePack, '-o', archive], { env })).code).toBe(0);
     const lockFile = join(tempDir(), 'packwarden.lock');
@@ -294,19 +294,22 @@ describe('pack verify --installed --lock', () => {
     });
     expect(installed.stderr).toBe('');
     expect(installed.code).toBe(0);
-    const clean = await cli(['pack', 'verify', '--installed', '--lock', lockFile], {
-      env,
-      cwd: work,
-    });
+    return {
+      dir: installed.stdout.match(/into (\S+)/)![1]!,
+      verify: (...args: string[]) =>
+        cli(['pack', 'verify', '--installed', ...args], { env, cwd: work }),
+      lockFile,
+    };
+  }
+
+  test('an edited file of an installed pack is reported as drift (exit 1)', async () => {
+    const { dir, verify, lockFile } = await installedWithLock();
+    const clean = await verify('--lock', lockFile);
     expect(clean.stdout).toContain('ok         pack/hello-pack');
     expect(clean.code).toBe(0);
 
-    const dir = installed.stdout.match(/into (\S+)/)![1]!;
     writeFileSync(join(dir, 'AGENTS.md'), 'edited after install\n');
-    const drift = await cli(['pack', 'verify', '--installed', '--lock', lockFile, '--json'], {
-      env,
-      cwd: work,
-    });
+    const drift = await verify('--lock', lockFile, '--json');
     expect(drift.code).toBe(1);
     const report = JSON.parse(drift.stdout) as {
       ok: boolean;
@@ -317,32 +320,18 @@ describe('pack verify --installed --lock', () => {
       expect.objectContaining({ key: 'pack/hello-pack', status: 'drifted' }),
     );
 
-    const noLock = await cli(['pack', 'verify', '--installed'], { env, cwd: work });
+    const noLock = await verify();
     expect(noLock.code).toBe(2);
   }, 60_000);
 
   test('a file added in a root folder named pack.sig is drift too', async () => {
     // The digest walk skipped a root folder named pack.sig with everything in it, where SPEC.md
     // leaves out only the root pack.sig itself: files hidden there passed this check.
-    const home = tempDir();
-    const work = tempDir();
-    const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: home };
-    const archive = join(tempDir(), 'hello.tgz');
-    expect((await cli(['pack', 'export', examplePack, '-o', archive], { env })).code).toBe(0);
-    const lockFile = join(tempDir(), 'packwarden.lock');
-    const installed = await cli(['store', 'install', archive, '--lock', lockFile], {
-      env,
-      cwd: work,
-    });
-    expect(installed.code).toBe(0);
-    const dir = installed.stdout.match(/into (\S+)/)![1]!;
+    const { dir, verify, lockFile } = await installedWithLock();
     rmSync(join(dir, 'pack.sig'), { force: true });
     mkdirSync(join(dir, 'pack.sig'));
     writeFileSync(join(dir, 'pack.sig', 'hook.js'), 'process.exit(0);\n');
-    const drift = await cli(['pack', 'verify', '--installed', '--lock', lockFile], {
-      env,
-      cwd: work,
-    });
+    const drift = await verify('--lock', lockFile);
     expect(drift.stdout).toContain('drifted');
     expect(drift.code).toBe(1);
   }, 60_000);
