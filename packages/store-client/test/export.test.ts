@@ -100,6 +100,36 @@ describe('installPack from a local archive (openPackArchive, issue 12.1)', () =>
     expect(await listTree(flat)).toContain('skills/a.md');
   });
 
+  it('the digest an install records is the walk of what it wrote, a root folder named pack.sig included', async () => {
+    // Two implementations of Pack digest v1 meet here: the install hashes files as it writes
+    // them, pack-digest walks the folder afterwards (pack verify --installed). The walk used to
+    // leave out a root folder named pack.sig with its files, where the install counted them.
+    const root = await tempDir();
+    const file = join(root, 'odd.tgz');
+    await writeFile(
+      file,
+      await makeTgz([
+        { name: 'agent.yaml', content: manifest('odd', '1.0.0') },
+        { name: 'pack.sig/', type: 'directory' },
+        { name: 'pack.sig/hook.js', content: 'process.exit(0);\n', mode: 0o755 },
+        { name: 'skills/web/pack.sig', content: 'a nested pack.sig is content\n' },
+      ]),
+    );
+    const store = await openPackArchive(file, { env: {} });
+    const result = await installPack(
+      store,
+      { type: 'pack', slug: 'odd' },
+      { home: join(root, 'home') },
+    );
+    const walked = await computePackDigest(result.dir);
+    expect(walked.entries.map((entry) => `${entry.mode} ${entry.path}`)).toEqual([
+      'f agent.yaml',
+      'x pack.sig/hook.js',
+      'f skills/web/pack.sig',
+    ]);
+    expect(result.digest).toBe(walked.digest);
+  });
+
   it('a tampered archive with signatures required: ERR_SIGNATURE_REFUSED, nothing installed', async () => {
     const { file, home, selectKey } = await signedExport();
     const tar = gunzipSync(await readFile(file));
