@@ -13,7 +13,15 @@ import {
   isStoreError,
   openPackArchive,
 } from '../src/index.js';
-import { listTree, makeTar, makeTgz, manifest, tempDir, writePack } from './helpers.js';
+import {
+  listTree,
+  makeTar,
+  makeTgz,
+  manifest,
+  tempDir,
+  writePack,
+  type TarInput,
+} from './helpers.js';
 
 const failure = (p: Promise<unknown>) =>
   p.then(
@@ -129,6 +137,86 @@ describe('installPack from a local archive (openPackArchive, issue 12.1)', () =>
     ]);
     expect(result.digest).toBe(walked.digest);
   });
+
+  it.each([1, 2, 3, 4, 5, 6])(
+    'random archive %i: the digest an install records is the walk of what it wrote',
+    async (seed) => {
+      // mulberry32, so that a failing archive can be made again from its seed.
+      let state = seed >>> 0;
+      const next = () => {
+        state = (state + 0x6d2b79f5) >>> 0;
+        let t = state;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+      };
+      const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
+      const parts = [
+        'a',
+        'B',
+        'z',
+        '_',
+        '-',
+        '.',
+        'é',
+        'e\u0301',
+        '技',
+        '😀',
+        '0',
+        '~',
+        '+',
+        'x y',
+      ];
+      const folders = [
+        '',
+        'pack.sig',
+        '.claude/hooks',
+        'skills/web',
+        'a-b',
+        'a',
+        'a/b',
+        'node_modules/x',
+      ];
+      const entries: TarInput[] = [{ name: 'agent.yaml', content: manifest('random', '1.0.0') }];
+      // Names that extraction would refuse as colliding (case, NFC) or as a file and a folder.
+      const taken = new Set(['agent.yaml']);
+      const fold = (path: string) => path.normalize('NFC').toLowerCase();
+      for (let i = 0; i < 30; i++) {
+        let name = '';
+        for (let j = 1 + Math.floor(next() * 3); j > 0; j--) name += pick(parts);
+        if (name.startsWith('.') || name.endsWith('.') || name.endsWith(' ')) name = `n${name}n`;
+        const folder = pick(folders);
+        const path = folder === '' ? name : `${folder}/${name}`;
+        const key = fold(path);
+        if (
+          [...taken].some(
+            (other) => other === key || other.startsWith(`${key}/`) || key.startsWith(`${other}/`),
+          )
+        )
+          continue;
+        taken.add(key);
+        const bytes = Buffer.alloc(Math.floor(next() * 3000));
+        for (let k = 0; k < bytes.length; k++) bytes[k] = Math.floor(next() * 256);
+        entries.push({ name: path, content: bytes, ...(next() < 0.3 ? { mode: 0o755 } : {}) });
+      }
+      if (
+        !taken.has('pack.sig') &&
+        ![...taken].some((key) => key.startsWith('pack.sig/')) &&
+        next() < 0.5
+      )
+        entries.push({ name: 'pack.sig', content: 'eyJ.not.checked\n' });
+      const root = await tempDir();
+      const file = join(root, 'random.tgz');
+      await writeFile(file, await makeTgz(entries));
+      const store = await openPackArchive(file, { env: {} });
+      const result = await installPack(
+        store,
+        { type: 'pack', slug: 'random' },
+        { home: join(root, 'home') },
+      );
+      expect(result.digest).toBe((await computePackDigest(result.dir)).digest);
+    },
+  );
 
   it('a tampered archive with signatures required: ERR_SIGNATURE_REFUSED, nothing installed', async () => {
     const { file, home, selectKey } = await signedExport();
