@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { computePackDigest } from '@packwarden/pack-digest';
+import { seededRandom } from '../../../scripts/seeded-random.js';
 import { makeTree, removeTree, type TreeFile } from './tree.js';
 
 // The shell recipe exactly as SPEC.md states it (the test reads it from there).
@@ -11,18 +12,6 @@ const recipe = /```sh\n([\s\S]*?)```/.exec(spec)![1]!;
 function runRecipe(root: string): string {
   const script = recipe.replace('cd PACK', 'cd "$1"');
   return execFileSync('bash', ['-c', script, 'recipe', root], { encoding: 'utf8' }).split(' ')[0]!;
-}
-
-/** A small deterministic PRNG (mulberry32) so a failing tree can be regenerated from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NAME_PARTS = [
@@ -60,7 +49,7 @@ const FOLDERS = [
 ];
 
 function randomTree(seed: number): TreeFile[] {
-  const next = rng(seed);
+  const next = seededRandom(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
   const files = new Map<string, TreeFile>();
   const count = 5 + Math.floor(next() * 40);

@@ -1,0 +1,15 @@
+/**
+ * A small deterministic PRNG (mulberry32) for the tests that build random trees and archives:
+ * the same seed gives the same sequence, so a failing case can be made again from its seed.
+ * Returns a function giving numbers in [0, 1).
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
