@@ -163,11 +163,14 @@ export async function checkAndWriteSignature(
     try {
       await writeFileAtomic(file, `${token}\n`, { mode: 0o644 });
     } catch (cause) {
-      throw new PackSignatureError(
-        'ERR_SIGNATURE_WRITE',
-        `cannot write ${file}: ${(cause as Error).message}`,
-        { cause },
-      );
+      // A folder of that name cannot be replaced (rename(2) refuses): say so, not EISDIR.
+      const why =
+        (cause as NodeJS.ErrnoException).code === 'EISDIR'
+          ? `it is a folder; move it out of the way, the signature file takes its place`
+          : (cause as Error).message;
+      throw new PackSignatureError('ERR_SIGNATURE_WRITE', `cannot write ${file}: ${why}`, {
+        cause,
+      });
     }
   }
   return file;

@@ -322,10 +322,11 @@ describe('writing pack.sig atomically', () => {
     // A non-empty folder named pack.sig cannot be replaced by rename().
     mkdirSync(join(pack, 'pack.sig'));
     writeFileSync(join(pack, 'pack.sig', 'keep'), 'x');
-    await expectCode(
+    const error = await expectCode(
       signPack(pack, { privateKeyPem: signer.privateKeyPem, kid: 'release-1' }),
       'ERR_SIGNATURE_WRITE',
     );
+    expect(error.message).toContain('pack.sig: it is a folder; move it out of the way');
     expect(tempFiles(pack)).toEqual([]);
     expect(readdirSync(join(pack, 'pack.sig'))).toEqual(['keep']);
   });
