@@ -6,6 +6,7 @@ import {
   readFileSync,
   readdirSync,
   rmSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -299,6 +300,7 @@ describe('pack verify --installed --lock', () => {
       verify: (...args: string[]) =>
         cli(['pack', 'verify', '--installed', ...args], { env, cwd: work }),
       lockFile,
+      work,
     };
   }
 
@@ -322,6 +324,29 @@ describe('pack verify --installed --lock', () => {
 
     const noLock = await verify();
     expect(noLock.code).toBe(2);
+  }, 60_000);
+
+  test('a workspace pack that is a symlink is checked too: the name runs it', async () => {
+    // listInstalledPacks listed only real folders, while resolvePack follows a symlink in
+    // .packwarden/agents (a pull request can add one): the locked home install was checked,
+    // found unchanged, and the linked pack ran under its name.
+    const { verify, lockFile, work } = await installedWithLock();
+    const other = copyOfExample();
+    writeFileSync(join(other, 'AGENTS.md'), 'not what the lock records\n');
+    mkdirSync(join(work, '.packwarden', 'agents'), { recursive: true });
+    symlinkSync(other, join(work, '.packwarden', 'agents', 'hello-pack'));
+    const drift = await verify('--lock', lockFile, '--json');
+    const report = JSON.parse(drift.stdout) as {
+      packs: { key: string; status: string; dir: string }[];
+    };
+    expect(report.packs).toContainEqual(
+      expect.objectContaining({
+        key: 'pack/hello-pack',
+        status: 'drifted',
+        dir: join(work, '.packwarden', 'agents', 'hello-pack'),
+      }),
+    );
+    expect(drift.code).toBe(1);
   }, 60_000);
 
   test('a file added in a root folder named pack.sig is drift too', async () => {

@@ -173,14 +173,15 @@ export interface ListInstalledPacksOptions extends ResolvePackOptions {
   maxPacks?: number;
 }
 
+/**
+ * The pack names in `dir` that `resolvePack` would look at, sorted. Entries are judged the way
+ * `resolvePack` judges them (`stat`, which follows a symlink), not by their directory entry's
+ * type: listing only real folders left out a symlink there, which `resolvePack` follows, so
+ * `pack verify --installed` never checked the pack a name actually runs.
+ */
 async function listNames(dir: string, maxPacks: number): Promise<string[]> {
   try {
-    const entries = await readdir(dir, { withFileTypes: true });
-    return entries
-      .filter((entry) => entry.isDirectory() && isPackName(entry.name))
-      .map((entry) => entry.name)
-      .sort()
-      .slice(0, maxPacks);
+    return (await readdir(dir)).filter(isPackName).sort().slice(0, maxPacks);
   } catch {
     return [];
   }
@@ -197,16 +198,19 @@ export async function listInstalledPacks(
   const workspace = resolve(cwd, WORKSPACE_AGENTS_DIR);
   for (const name of await listNames(workspace, maxPacks)) {
     const dir = join(workspace, name);
+    // What resolvePack takes (a manifest there), and a folder without one, reported.
+    const resolves = hasManifest(dir);
+    if (!resolves && !isDirectory(dir)) continue;
     const entry: InstalledPack = { name, source: 'workspace', dir, versions: [] };
-    if (!hasManifest(dir)) entry.problem = `no ${MANIFEST_FILE}`;
+    if (!resolves) entry.problem = `no ${MANIFEST_FILE}`;
     packs.push(entry);
   }
   const home = join(packwardenHome(env), 'agents');
   for (const name of await listNames(home, maxPacks)) {
     const packDir = join(home, name);
-    const versions = (await readdir(packDir, { withFileTypes: true }))
-      .filter((entry) => entry.isDirectory() && isSemver(entry.name))
-      .map((entry) => entry.name)
+    if (!isDirectory(packDir)) continue;
+    const versions = (await readdir(packDir))
+      .filter((version) => isSemver(version) && isDirectory(join(packDir, version)))
       .sort();
     const entry: InstalledPack = { name, source: 'home', dir: packDir, versions };
     try {

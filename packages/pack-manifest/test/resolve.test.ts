@@ -198,6 +198,43 @@ describe('listInstalledPacks', () => {
     expect(packs.find((pack) => pack.name === 'good')!.versions).toEqual(['1.0.0', '1.2.0']);
   });
 
+  test('lists what resolvePack resolves, symlinks included: every entry is the folder the name runs', async () => {
+    // Only real folders were listed, while resolvePack follows a symlink: a symlink in the
+    // workspace's .packwarden/agents ran under the name and `pack verify --installed` never saw it.
+    const cwd = temp();
+    const home = temp();
+    const elsewhere = writePack(join(temp(), 'linked'), 'linked', '3.0.0');
+    mkdirSync(join(cwd, '.packwarden', 'agents'), { recursive: true });
+    symlinkSync(elsewhere, join(cwd, '.packwarden', 'agents', 'linked'));
+    // Not packs resolvePack would take, as before: a file, a dangling link.
+    writeFileSync(join(cwd, '.packwarden', 'agents', 'a-file'), 'x');
+    symlinkSync(join(cwd, 'missing'), join(cwd, '.packwarden', 'agents', 'dangling'));
+    const otherHome = temp();
+    install(otherHome, 'moved', ['1.0.0'], '1.0.0');
+    mkdirSync(join(home, 'agents'));
+    symlinkSync(join(otherHome, 'agents', 'moved'), join(home, 'agents', 'moved'));
+    install(home, 'version-link', ['1.0.0'], '2.0.0');
+    symlinkSync(
+      join(home, 'agents', 'version-link', '1.0.0'),
+      join(home, 'agents', 'version-link', '2.0.0'),
+    );
+    const env = { PACKWARDEN_HOME: home };
+    const packs = await listInstalledPacks({ cwd, env });
+    expect(
+      packs.map((pack) => [pack.source, pack.name, pack.version ?? null, pack.problem ?? null]),
+    ).toEqual([
+      ['workspace', 'linked', null, null],
+      ['home', 'moved', '1.0.0', null],
+      ['home', 'version-link', '2.0.0', null],
+    ]);
+    expect(packs.find((pack) => pack.name === 'version-link')!.versions).toEqual([
+      '1.0.0',
+      '2.0.0',
+    ]);
+    for (const pack of packs)
+      expect(pack.dir).toBe((await resolvePack(pack.name, { cwd, env })).dir);
+  });
+
   test('an empty or missing home lists nothing', async () => {
     expect(
       await listInstalledPacks({ cwd: temp(), env: { PACKWARDEN_HOME: join(temp(), 'missing') } }),
