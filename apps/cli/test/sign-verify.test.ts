@@ -2,6 +2,7 @@ import {
   chmodSync,
   cpSync,
   mkdirSync,
+  symlinkSync,
   readdirSync,
   readFileSync,
   statSync,
@@ -431,6 +432,21 @@ describe('pack verify --all and trust show', () => {
       ).stdout,
     );
     expect(strictJson.summary).toEqual({ verified: 0, unsigned: 1, failed: 2, total: 2 });
+  });
+
+  test('a symlink to a pack folder fails the batch instead of being left out (1)', async () => {
+    // The search follows no symlink; it used to leave one to a pack out silently, so a fleet
+    // check reported every pack verified while `packwarden run <that path>` ran an unchecked one.
+    const key = await keygen();
+    const fleet = tempDir();
+    cpSync(await signedCopy(key), join(fleet, 'a-signed'), { recursive: true });
+    symlinkSync(copyOfExample(), join(fleet, 'b-linked'));
+    const result = await cli(['pack', 'verify', '--all', fleet, '--keys', key.keysFile, '--json']);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout).error).toMatchObject({
+      code: 'ERR_PACK_SEARCH_SYMLINK',
+      message: expect.stringContaining(join(fleet, 'b-linked')),
+    });
   });
 
   test('usage: no pack and no --all, or both (2)', async () => {

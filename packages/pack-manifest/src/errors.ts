@@ -38,6 +38,8 @@ export type PackManifestErrorCode =
   | 'ERR_PACK_CURRENT_INVALID'
   /** `findPackFolders`: the tree holds more packs or folders than its bounds allow. */
   | 'ERR_PACK_SEARCH_TOO_LARGE'
+  /** `findPackFolders`: a symlink in the tree leads to a pack folder, which it does not follow. */
+  | 'ERR_PACK_SEARCH_SYMLINK'
   /**
    * A yes/no variable (`PACKWARDEN_REQUIRE_SIGNED_PACK`…) holds something other than 1, true,
    * yes, on, 0, false, no, off: refused rather than read as "off".

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { PackManifestError } from './errors.js';
 
@@ -20,14 +20,24 @@ export interface FindPackFoldersOptions {
   maxFolders?: number;
 }
 
+/** `path` leads (through symlinks) to a folder holding `agent.yaml` as a regular file. */
+async function isPackFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory() && (await lstat(join(path, MANIFEST_FILE))).isFile();
+  } catch {
+    return false;
+  }
+}
+
 function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 /**
  * The pack folders under `root` (README "Finding packs"): every folder holding `agent.yaml` as a
- * regular file, not descending into a pack; symlinked folders are not followed; folders whose
- * name starts with `.` and `node_modules` are not searched. Sorted by path in byte order, so the
+ * regular file, not descending into a pack; symlinked folders are not followed, and one that
+ * leads to a pack folder is `ERR_PACK_SEARCH_SYMLINK`; folders whose name starts with `.` and
+ * `node_modules` are not searched. Sorted by path in byte order, so the
  * same tree gives the same list on every platform. `packwarden pack verify --all` and
  * `buildStaticStore` both use it, so a store is built from exactly the packs a verify saw.
  *
@@ -66,11 +76,23 @@ export async function findPackFolders(
       return;
     }
     if (depth >= maxDepth) return;
-    const children = entries
-      .filter(
-        (entry) =>
-          entry.isDirectory() && !entry.name.startsWith('.') && entry.name !== 'node_modules',
-      )
+    const searched = entries.filter(
+      (entry) => !entry.name.startsWith('.') && entry.name !== 'node_modules',
+    );
+    // A symlinked folder is not followed (it may lead anywhere, or back up the tree), but one
+    // that leads to a pack folder is refused rather than left out: `pack verify --all` would
+    // report every pack verified while `packwarden run <that path>` runs one it never saw.
+    for (const entry of searched) {
+      if (entry.isSymbolicLink() && (await isPackFolder(join(dir, entry.name)))) {
+        throw new PackManifestError(
+          'ERR_PACK_SEARCH_SYMLINK',
+          `${join(dir, entry.name)} is a symlink to a pack folder, which the search does not follow; put the folder there, or name it on its own`,
+          { file: join(dir, entry.name) },
+        );
+      }
+    }
+    const children = searched
+      .filter((entry) => entry.isDirectory())
       .map((entry) => entry.name)
       .sort(byteOrder);
     for (const name of children) await visit(join(dir, name), depth + 1);

@@ -39,10 +39,35 @@ describe('findPackFolders', () => {
     const outside = mkdtempSync(join(tmpdir(), 'pw-find-outside-'));
     try {
       writeFileSync(join(outside, 'agent.yaml'), 'x');
-      symlinkSync(outside, join(root, 'linked'));
+      mkdirSync(join(outside, 'docs'));
+      symlinkSync(join(outside, 'docs'), join(root, 'linked-docs'));
+      symlinkSync(join(outside, 'missing'), join(root, 'dangling'));
+      symlinkSync(outside, join(root, '.linked-hidden'));
       mkdirSync(join(root, 'linked-manifest'));
       symlinkSync(join(outside, 'agent.yaml'), join(root, 'linked-manifest', 'agent.yaml'));
       expect(await findPackFolders(root)).toEqual([]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a symlink that leads to a pack folder instead of leaving that pack out', async () => {
+    // `pack verify --all` would report every pack verified while `packwarden run linked` ran a
+    // pack it never saw.
+    const real = pack('a-real');
+    const outside = mkdtempSync(join(tmpdir(), 'pw-find-outside-'));
+    try {
+      writeFileSync(join(outside, 'agent.yaml'), 'x');
+      mkdirSync(join(root, 'team'));
+      symlinkSync(outside, join(root, 'team', 'linked'));
+      const error = await findPackFolders(root).catch((caught: unknown) => caught);
+      expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+      expect((error as Error).message).toContain(join(root, 'team', 'linked'));
+      // A symlink to a pack folder inside the tree is refused alike.
+      rmSync(join(root, 'team', 'linked'));
+      symlinkSync(real, join(root, 'team', 'linked'));
+      const inside = await findPackFolders(root).catch((caught: unknown) => caught);
+      expect(isPackManifestError(inside) && inside.code).toBe('ERR_PACK_SEARCH_SYMLINK');
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }

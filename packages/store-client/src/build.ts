@@ -8,7 +8,7 @@ import {
   DIGEST_EXCLUDED_PATH as PACK_SIGNATURE_FILE,
   type PackDigestEntry,
 } from '@packwarden/pack-digest';
-import { findPackFolders, loadPackManifest } from '@packwarden/pack-manifest';
+import { findPackFolders, isPackManifestError, loadPackManifest } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { SIGNATURE_FILE_MAX_BYTES } from './artifact-checks.js';
 import { StoreError } from './errors.js';
@@ -247,6 +247,12 @@ export async function buildStaticStore(
     // The finder `pack verify --all` uses: a store holds exactly the packs a verify saw.
     dirs = await findPackFolders(root);
   } catch (cause) {
+    // A symlink to a pack folder is neither followed nor left out: name what to change.
+    if (isPackManifestError(cause) && cause.code === 'ERR_PACK_SEARCH_SYMLINK')
+      throw new StoreError('ERR_BUILD_UNSUPPORTED_ENTRY', cause.message, {
+        cause,
+        subject: cause.file,
+      });
     throw new StoreError('ERR_BUILD_IO', `cannot read ${root}: ${(cause as Error).message}`, {
       cause,
     });

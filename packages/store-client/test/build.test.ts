@@ -127,6 +127,20 @@ describe('buildStaticStore', () => {
     ).rejects.toMatchObject({ code: 'ERR_BUILD_NO_PACKS' });
   });
 
+  it('refuses a symlink to a pack folder, which it neither follows nor leaves out', async () => {
+    // Followed, it would publish a folder from anywhere on the machine; left out, `pack verify
+    // --all` over the same folder would not have seen the pack its path runs.
+    const root = await tempDir();
+    const packs = join(root, 'packs');
+    await writePack(join(packs, 'a'), 'a', '1.0.0');
+    const elsewhere = await writePack(join(root, 'elsewhere'), 'b', '1.0.0');
+    await symlink(elsewhere, join(packs, 'b'));
+    await expect(buildStaticStore(packs, { out: join(root, 'o') })).rejects.toMatchObject({
+      code: 'ERR_BUILD_UNSUPPORTED_ENTRY',
+      message: expect.stringContaining(`${join(packs, 'b')} is a symlink to a pack folder`),
+    });
+  });
+
   it('ships a JSON Schema for index.json', () => {
     const schema = staticStoreIndexJsonSchema();
     expect(schema.$schema).toMatch(/json-schema.org/);
