@@ -388,7 +388,7 @@ describe('AgentHippo interop', () => {
 });
 
 describe('pack verify --all and trust show', () => {
-  test('one line per pack and a summary; unsigned fails only with --require-signed', async () => {
+  test('one line per pack and a summary; unsigned fails only with --require-signed or the variable', async () => {
     const key = await keygen();
     const fleet = tempDir();
     cpSync(await signedCopy(key), join(fleet, 'a-signed'), { recursive: true });
@@ -408,6 +408,14 @@ describe('pack verify --all and trust show', () => {
       '--require-signed',
     ]);
     expect(strict.code).toBe(3);
+    // The variable every other command honours asks for the same, and a bad value is refused.
+    const byEnv = (value: string) =>
+      cli(['pack', 'verify', '--all', fleet, '--keys', key.keysFile], {
+        env: { HOME: '/nonexistent-home', PACKWARDEN_REQUIRE_SIGNED_PACK: value },
+      });
+    expect((await byEnv('1')).code).toBe(3);
+    expect((await byEnv('0')).code).toBe(0);
+    expect((await byEnv('maybe')).code).toBe(2);
     writeFileSync(join(fleet, 'a-signed', 'AGENTS.md'), 'changed\n');
     const broken = await cli(['pack', 'verify', '--all', fleet, '--keys', key.keysFile, '--json']);
     expect(broken.code).toBe(1);

@@ -166,7 +166,10 @@ file to "pack verify --keys release.keys.json".`,
         'pack paths or installed pack names (required unless --all or --installed)',
       )
       .option('--all <dir>', 'verify every pack folder under DIR, one line each, then a summary')
-      .option('--require-signed', 'with several packs or --all: an unsigned pack fails too')
+      .option(
+        '--require-signed',
+        'with several packs or --all: an unsigned pack fails too (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
+      )
       .option('--installed', 'with --lock FILE: report installed packs whose content drifted')
       .option('--lock <file>', 'the lockfile --installed compares with (required with --installed)')
       .option('--json', 'print a JSON document'),

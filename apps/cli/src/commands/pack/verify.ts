@@ -11,7 +11,7 @@ import { selectTrustedKey } from '@packwarden/trust-root';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { resolvePackArgument } from '../../shared/pack-argument.js';
-import { loadTrustRootOrExit, type TrustFlags } from '../../shared/trust.js';
+import { loadTrustRootOrExit, requireSignedFrom, type TrustFlags } from '../../shared/trust.js';
 import { formatVerifyRows, type VerifyRow } from './verify-rows.js';
 
 export interface VerifyFlags extends TrustFlags {
@@ -112,14 +112,15 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
     );
   }
   const batch = flags.all !== undefined || refs.length > 1;
+  // One pack named alone fails when unsigned (exit 3); a batch passes unsigned packs unless
+  // --require-signed or PACKWARDEN_REQUIRE_SIGNED_PACK, which every other command honours too.
+  const requireSigned = !batch || (await requireSignedFrom(io, flags.requireSigned));
   const root = await loadTrustRootOrExit(io, flags);
   const verified = await verifyPacks(
     targets.map((target) => target.dir),
     {
       selectKey: (kid: string, at: Date) => selectTrustedKey(root, kid, { at }),
-      // One pack named alone fails when unsigned (exit 3); a batch passes unsigned packs unless
-      // --require-signed.
-      requireSigned: !batch || flags.requireSigned === true,
+      requireSigned,
     },
   );
   const outcomes: PackOutcome[] = verified.outcomes.map((outcome, index) => ({
