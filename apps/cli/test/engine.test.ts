@@ -179,6 +179,49 @@ describe('store install engine/<id>, then run a pack that uses it (AgentHippo-st
     expect(run.stdout).toContain(`echo engine at ${join(state, 'verified-engines', 'echo')}/`);
   });
 
+  test('pack verify --installed checks a locked engine where the engine loader finds it', async () => {
+    // Engines in a lock were reported `missing` however they were installed, and never checked.
+    const work = tempDir();
+    const { key, keys } = await keygen(work);
+    const engine = writeEngine(join(work, 'echo'));
+    expect((await cli(['engine', 'sign', engine, '--key', key, '--kid', 'release'])).code).toBe(0);
+    const home = realpathSync(tempDir());
+    const env = { ...(await agentHippoStore(engine)), PACKWARDEN_HOME: home };
+    const lockFile = join(work, 'packwarden.lock');
+    const installed = await cli(
+      ['store', 'install', 'engine/echo', '--require-signed', '--keys', keys, '--lock', lockFile],
+      { env, cwd: work },
+    );
+    expect(installed.code, installed.stderr).toBe(0);
+    const verify = async () => {
+      const result = await cli(['pack', 'verify', '--installed', '--lock', lockFile, '--json'], {
+        env,
+        cwd: work,
+      });
+      const report = JSON.parse(result.stdout) as { packs: { key: string; status: string }[] };
+      return { code: result.code, rows: report.packs };
+    };
+    const dir = join(home, 'engines', 'echo', '1.0.0');
+    expect(await verify()).toEqual({
+      code: 0,
+      rows: [expect.objectContaining({ key: 'engine/echo', status: 'ok', dir })],
+    });
+
+    // Its code changed: drift. (engine.sig is left out of the digest, as its install did.)
+    const code = readFileSync(join(dir, 'engine.mjs'));
+    writeFileSync(join(dir, 'engine.mjs'), 'export class Engine {}\n');
+    expect(await verify()).toMatchObject({ code: 1, rows: [{ status: 'drifted' }] });
+    writeFileSync(join(dir, 'engine.mjs'), code);
+    expect((await verify()).code).toBe(0);
+
+    // An engine placed at engines/echo/ itself is what the loader takes: drift, not ok.
+    writeEngine(join(home, 'engines', 'echo'));
+    expect(await verify()).toMatchObject({
+      code: 1,
+      rows: [{ status: 'drifted', dir: join(home, 'engines', 'echo') }],
+    });
+  });
+
   test('unsigned: installs and runs without signatures; --require-signed refuses it, and so does a signed run', async () => {
     const work = tempDir();
     const { key, keys } = await keygen(work);

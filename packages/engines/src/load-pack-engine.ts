@@ -76,6 +76,42 @@ async function isEngineFolder(dir: string): Promise<boolean> {
   }
 }
 
+type InstalledEngineSource = Extract<EngineSource, { kind: 'installed' }>;
+
+/**
+ * Where `loadPackEngine` looks for an installed engine `id` after the pack's own `engines/<id>/`,
+ * in its order: `<home>/engines/<id>/` itself, then the version its `current.txt` names.
+ */
+async function installedEngineCandidates(
+  home: string,
+  id: string,
+): Promise<InstalledEngineSource[]> {
+  const root = join(home, 'engines', id);
+  const current = await installedVersion(root);
+  return [
+    { kind: 'installed', id, folder: root },
+    ...(current === undefined
+      ? []
+      : [{ kind: 'installed' as const, id, folder: join(root, current), version: current }]),
+  ];
+}
+
+/**
+ * The installed engine `loadPackEngine` loads for `id` when the pack has no `engines/<id>/` of
+ * its own: the first of its installed candidates that holds `engine.manifest.json`, or
+ * `undefined`. `pack verify --installed` checks this folder against the lockfile, so that what
+ * it checks is what runs.
+ */
+export async function findInstalledEngine(
+  home: string,
+  id: string,
+): Promise<InstalledEngineSource | undefined> {
+  for (const source of await installedEngineCandidates(home, id)) {
+    if (await isEngineFolder(source.folder)) return source;
+  }
+  return undefined;
+}
+
 /**
  * The version `<root>/current.txt` names, when it is a semantic version (never a path: a value
  * with `/` or `..` is not a version and is ignored, so nothing outside `<root>` is ever looked at).
@@ -123,15 +159,10 @@ export async function loadPackEngine(options: LoadPackEngineOptions): Promise<Pa
     await options.admit?.({ kind: 'built-in', id });
     return loadBuiltInEngine(id, pack, options);
   }
-  const installedRoot = join(options.home, 'engines', id);
   const folders: Array<Extract<EngineSource, { folder: string }>> = [
     { kind: 'pack', id, folder: join(packDir, 'engines', id) },
-    { kind: 'installed', id, folder: installedRoot },
+    ...(await installedEngineCandidates(options.home, id)),
   ];
-  const current = await installedVersion(installedRoot);
-  if (current !== undefined) {
-    folders.push({ kind: 'installed', id, folder: join(installedRoot, current), version: current });
-  }
   for (const source of folders) {
     if (await isEngineFolder(source.folder)) {
       const admitted = await options.admit?.(source);

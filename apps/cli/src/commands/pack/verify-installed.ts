@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { lstatSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { loadLock } from '../../shared/lockfile.js';
@@ -11,6 +12,67 @@ interface DriftRow {
   locked?: string | undefined;
   actual?: string | undefined;
   message?: string | undefined;
+}
+
+/**
+ * An engine the lock records, as `loadPackEngine` finds it in `$PACKWARDEN_HOME/engines/<id>/`
+ * (`findInstalledEngine`), against the lock: the version `current.txt` names and the engine
+ * digest (Pack digest v1 without the root `engine.sig`, what its install recorded). A folder
+ * that would load without being a version (an engine placed at `engines/<id>/` itself), or a
+ * root `pack.sig` (which no engine digest covers), is drift.
+ */
+async function checkInstalledEngine(
+  io: CliIo,
+  key: string,
+  locked: { version: string; packDigest: string },
+): Promise<DriftRow> {
+  const [{ findInstalledEngine }, { computePackDigest, digestManifest }, { packwardenHome }] =
+    await Promise.all([
+      import('@packwarden/engines'),
+      import('@packwarden/pack-digest'),
+      import('@packwarden/pack-manifest/resolve'),
+    ]);
+  const row = { key, locked: locked.packDigest };
+  let found;
+  try {
+    found = await findInstalledEngine(packwardenHome(io.env), key.slice('engine/'.length));
+  } catch (error) {
+    return { ...row, status: 'unreadable', message: (error as Error).message };
+  }
+  if (found === undefined) return { ...row, status: 'missing' };
+  const base = { ...row, dir: found.folder, version: found.version };
+  if (found.version !== locked.version) {
+    return {
+      ...base,
+      status: 'drifted',
+      message:
+        found.version === undefined
+          ? `an engine at ${found.folder} itself loads instead of the installed ${locked.version}`
+          : `installed version ${found.version}, the lock records ${locked.version}`,
+    };
+  }
+  try {
+    if (lstatOrUndefined(join(found.folder, 'pack.sig')) !== undefined) {
+      return {
+        ...base,
+        status: 'drifted',
+        message: 'a root pack.sig, which no engine digest covers',
+      };
+    }
+    const { entries } = await computePackDigest(found.folder);
+    const actual = digestManifest(entries.filter((entry) => entry.path !== 'engine.sig'));
+    return { ...base, status: actual === locked.packDigest ? 'ok' : 'drifted', actual };
+  } catch (error) {
+    return { ...base, status: 'unreadable', message: (error as Error).message };
+  }
+}
+
+function lstatOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -72,6 +134,14 @@ export async function packVerifyInstalled(
     } catch (error) {
       rows.push({ key, status: 'unreadable', dir: pack.dir, message: (error as Error).message });
     }
+  }
+  // Engines (`store install engine/<id> --lock`): the folder the engine loader takes for the id,
+  // checked by the engine digest its install recorded. They used to be reported `missing` however
+  // they were installed, and never checked.
+  for (const key of Object.keys(lock.packs).sort()) {
+    if (seen.has(key) || !key.startsWith('engine/')) continue;
+    seen.add(key);
+    rows.push(await checkInstalledEngine(io, key, lock.packs[key]!));
   }
   for (const key of Object.keys(lock.packs).sort())
     if (!seen.has(key)) rows.push({ key, status: 'missing', locked: lock.packs[key]!.packDigest });
