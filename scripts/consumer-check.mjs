@@ -78,6 +78,7 @@ const EXPECTED_EXPORTS = {
   '@packwarden/runner-host/conformance': ['runConformance', 'conformanceCases', 'RawPeer'],
   '@packwarden/runner-host/frames.schema.json': ['default'],
   '@packwarden/engines': ['loadPackEngine', 'loadCustomEngine', 'EngineError'],
+  '@packwarden/engines/installed': ['findInstalledEngine'],
   '@packwarden/sandbox': ['serveSandbox', 'bootPack', 'SandboxError'],
   '@packwarden/sandbox/env': ['SANDBOX_ENV_VARIABLES'],
   packwarden: ['run', 'createProgram', 'VERSION', 'CliError'],

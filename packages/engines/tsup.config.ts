@@ -1,3 +1,3 @@
 import { libraryConfig } from '../../tsup.shared.js';
 
-export default libraryConfig();
+export default libraryConfig(['src/index.ts', 'src/installed-entry.ts']);

@@ -3,7 +3,9 @@ import { extname, join, relative, isAbsolute, sep } from 'node:path';
 import * as z from 'zod';
 import { EngineError } from './errors.js';
 
-export const CUSTOM_ENGINE_MANIFEST_FILE = 'engine.manifest.json';
+import { CUSTOM_ENGINE_MANIFEST_FILE } from './engine-files.js';
+
+export { CUSTOM_ENGINE_MANIFEST_FILE };
 
 /**
  * Bounds on `engine.manifest.json`, checked before the schema sees the document: the file comes

@@ -1,7 +1,8 @@
 export { EngineError, isEngineError } from './errors.js';
 export type { EngineErrorCode } from './errors.js';
 
-export { BUILT_IN_ENGINES, findInstalledEngine, loadPackEngine } from './load-pack-engine.js';
+export { BUILT_IN_ENGINES, loadPackEngine } from './load-pack-engine.js';
+export { findInstalledEngine, type InstalledEngineSource } from './installed-engine.js';
 export type { EngineSource, LoadPackEngineOptions } from './load-pack-engine.js';
 
 export type { PackEngine, PackIdentity } from './pack-engine.js';

@@ -1,12 +1,16 @@
-import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CURRENT_FILE, isSemver, type AgentManifest } from '@packwarden/pack-manifest';
+import type { AgentManifest } from '@packwarden/pack-manifest';
 import type { CreateClaudeEngineOptions } from './claude-engine.js';
 import type { CreateCodexEngineOptions } from './codex-engine.js';
 import type { CommandWrapper } from './command-wrapper.js';
 import { loadCustomEngine } from './custom-engine.js';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './custom-manifest.js';
 import { EngineError } from './errors.js';
+import {
+  installedEngineCandidates,
+  isEngineFolder,
+  type InstalledEngineSource,
+} from './installed-engine.js';
 import { createExecEngine } from './exec-engine.js';
 import { parseExecSpec } from './exec-spec.js';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
@@ -60,72 +64,13 @@ export interface LoadPackEngineOptions {
 export type EngineSource =
   | { kind: 'built-in'; id: string }
   | { kind: 'pack'; id: string; folder: string }
-  | { kind: 'installed'; id: string; folder: string; version?: string };
+  | InstalledEngineSource;
 
 /** What `admit` answers: nothing (load from the source), or the folder to load from instead. */
 export type EngineAdmission = void | { folder: string };
 
 /** The engines built into this package (`claude` and `codex` need their optional SDK). */
 export const BUILT_IN_ENGINES: readonly string[] = Object.freeze(['exec', 'claude', 'codex']);
-
-async function isEngineFolder(dir: string): Promise<boolean> {
-  try {
-    return (await lstat(join(dir, CUSTOM_ENGINE_MANIFEST_FILE))).isFile();
-  } catch {
-    return false;
-  }
-}
-
-type InstalledEngineSource = Extract<EngineSource, { kind: 'installed' }>;
-
-/**
- * Where `loadPackEngine` looks for an installed engine `id` after the pack's own `engines/<id>/`,
- * in its order: `<home>/engines/<id>/` itself, then the version its `current.txt` names.
- */
-async function installedEngineCandidates(
-  home: string,
-  id: string,
-): Promise<InstalledEngineSource[]> {
-  const root = join(home, 'engines', id);
-  const current = await installedVersion(root);
-  return [
-    { kind: 'installed', id, folder: root },
-    ...(current === undefined
-      ? []
-      : [{ kind: 'installed' as const, id, folder: join(root, current), version: current }]),
-  ];
-}
-
-/**
- * The installed engine `loadPackEngine` loads for `id` when the pack has no `engines/<id>/` of
- * its own: the first of its installed candidates that holds `engine.manifest.json`, or
- * `undefined`. `pack verify --installed` checks this folder against the lockfile, so that what
- * it checks is what runs.
- */
-export async function findInstalledEngine(
-  home: string,
-  id: string,
-): Promise<InstalledEngineSource | undefined> {
-  for (const source of await installedEngineCandidates(home, id)) {
-    if (await isEngineFolder(source.folder)) return source;
-  }
-  return undefined;
-}
-
-/**
- * The version `<root>/current.txt` names, when it is a semantic version (never a path: a value
- * with `/` or `..` is not a version and is ignored, so nothing outside `<root>` is ever looked at).
- */
-async function installedVersion(root: string): Promise<string | undefined> {
-  try {
-    const info = await lstat(join(root, CURRENT_FILE));
-    if (!info.isFile() || info.size > 512) return undefined;
-    const version = (await readFile(join(root, CURRENT_FILE), 'utf8')).trim();
-    return isSemver(version) ? version : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The engine a pack's `spec.engine: <id>` names. A built-in id (`exec`, `claude`, `codex`) is

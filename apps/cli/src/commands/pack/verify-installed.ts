@@ -28,7 +28,7 @@ async function checkInstalledEngine(
 ): Promise<DriftRow> {
   const [{ findInstalledEngine }, { computePackDigest, digestManifest }, { packwardenHome }] =
     await Promise.all([
-      import('@packwarden/engines'),
+      import('@packwarden/engines/installed'),
       import('@packwarden/pack-digest'),
       import('@packwarden/pack-manifest/resolve'),
     ]);

@@ -1,0 +1,75 @@
+// Where an installed engine is, without the engines themselves (no zod, no engine code): the
+// loader uses it, and `pack verify --installed` imports it alone (installed-entry.ts). Importing
+// the whole package from the CLI for it made every sandbox boot run the claude and codex engine
+// modules too (apps/cli/test/startup.test.ts).
+import { lstat, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest/resolve';
+import { CUSTOM_ENGINE_MANIFEST_FILE } from './engine-files.js';
+
+/** An engine installed in `<home>/engines/<id>/` (`loadPackEngine`'s `EngineSource`). */
+export interface InstalledEngineSource {
+  kind: 'installed';
+  id: string;
+  folder: string;
+  /** The version folder `current.txt` named; absent for `<home>/engines/<id>/` itself. */
+  version?: string;
+}
+
+/** `dir` holds `engine.manifest.json` as a regular file. */
+export async function isEngineFolder(dir: string): Promise<boolean> {
+  try {
+    return (await lstat(join(dir, CUSTOM_ENGINE_MANIFEST_FILE))).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The version `<root>/current.txt` names, when it is a semantic version (never a path: a value
+ * with `/` or `..` is not a version and is ignored, so nothing outside `<root>` is ever looked at).
+ */
+async function installedVersion(root: string): Promise<string | undefined> {
+  try {
+    const info = await lstat(join(root, CURRENT_FILE));
+    if (!info.isFile() || info.size > 512) return undefined;
+    const version = (await readFile(join(root, CURRENT_FILE), 'utf8')).trim();
+    return isSemver(version) ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Where `loadPackEngine` looks for an installed engine `id` after the pack's own `engines/<id>/`,
+ * in its order: `<home>/engines/<id>/` itself, then the version its `current.txt` names.
+ */
+export async function installedEngineCandidates(
+  home: string,
+  id: string,
+): Promise<InstalledEngineSource[]> {
+  const root = join(home, 'engines', id);
+  const current = await installedVersion(root);
+  return [
+    { kind: 'installed', id, folder: root },
+    ...(current === undefined
+      ? []
+      : [{ kind: 'installed' as const, id, folder: join(root, current), version: current }]),
+  ];
+}
+
+/**
+ * The installed engine `loadPackEngine` loads for `id` when the pack has no `engines/<id>/` of
+ * its own: the first of its installed candidates that holds `engine.manifest.json`, or
+ * `undefined`. `pack verify --installed` checks this folder against the lockfile, so that what
+ * it checks is what runs.
+ */
+export async function findInstalledEngine(
+  home: string,
+  id: string,
+): Promise<InstalledEngineSource | undefined> {
+  for (const source of await installedEngineCandidates(home, id)) {
+    if (await isEngineFolder(source.folder)) return source;
+  }
+  return undefined;
+}
