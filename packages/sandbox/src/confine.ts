@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   BUILT_IN_ENGINES,
+  CUSTOM_ENGINE_MANIFEST_FILE,
   engineCliFolders,
   type LoadPackEngineOptions,
   type SdkEngineId,
@@ -48,7 +49,11 @@ function engineFolders(
     }
   }
   if (engine === '' || BUILT_IN_ENGINES.includes(engine)) return [];
-  if (existsSync(join(packDir, 'engines', engine))) return [];
+  // The pack's own engine is what loads only when its folder holds the engine manifest, the
+  // loader's own test (installed-engine.ts): a folder without one (an empty folder is no digest
+  // entry, so one can be added to a signed pack) left the installed engine unmounted, and so
+  // unable to start inside the walls.
+  if (isFile(join(packDir, 'engines', engine, CUSTOM_ENGINE_MANIFEST_FILE))) return [];
   const installed = join(engineHome, 'engines', engine);
   if (!existsSync(installed)) return [];
   // Under a required signature the engine loads from its verified copy, made after the walls
@@ -57,6 +62,14 @@ function engineFolders(
   const verified = join(state.stateDir, VERIFIED_ENGINES_DIR, engine);
   mkdirSync(verified, { recursive: true, mode: 0o700 });
   return [installed, verified];
+}
+
+function isFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -1,5 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { generateKeypair, signEngine, signPack } from '@packwarden/pack-signature';
 import { loadPackTrustRoot } from '@packwarden/trust-root';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -165,6 +172,43 @@ describe('leftovers and masks', () => {
       expect(booted.degraded).toBeUndefined();
       const engine = await booted.createEngine();
       const { text, error } = await runTurn(engine, {
+        workspaceRoot: state.workspace,
+        stateDir: state.engineDir,
+      });
+      expect(error).toBeUndefined();
+      expect(text).toBe('planted');
+      expect(readFileSync(canary, 'utf8')).toBe('ran');
+    } finally {
+      await booted.confinement?.close();
+    }
+  });
+
+  test('a pack folder engines/<id>/ that holds no engine does not hide the installed engine from the walls', async () => {
+    // The loader skips such a folder and loads the installed engine; confinement used to see the
+    // folder, mount no installed engine, and the engine could not start. Empty folders are no
+    // digest entries, so one can be added to a signed pack.
+    const stateDir = tempDir();
+    const state = await createSandboxState(stateDir, undefined);
+    const canary = join(state.workspace, 'engine-ran');
+    writeTree(join(state.packwardenHome, 'engines', 'mine'), canaryEngine('mine', canary));
+    const pack = writeTree(join(tempDir(), 'uses-installed'), {
+      'agent.yaml': agentYaml(
+        'uses-installed',
+        '  engine: mine\n  permissions: {fileAccess: workspace-write}\n',
+      ),
+    });
+    mkdirSync(join(pack, 'engines', 'mine'), { recursive: true });
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    applyStateEnvironment(env, state);
+    const { booted } = await boot(pack, {
+      stateDir,
+      env: { PACKWARDEN_HOME: state.packwardenHome },
+      engineEnv: engineEnvironment(env),
+      confine: ({ packDir, manifest }) =>
+        confineSandbox('required', { packDir, manifest, state }, process.env),
+    });
+    try {
+      const { text, error } = await runTurn(await booted.createEngine(), {
         workspaceRoot: state.workspace,
         stateDir: state.engineDir,
       });
