@@ -1,9 +1,8 @@
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import { extname, join, relative, isAbsolute, sep } from 'node:path';
 import * as z from 'zod';
-import { EngineError } from './errors.js';
-
 import { CUSTOM_ENGINE_MANIFEST_FILE } from './engine-files.js';
+import { EngineError } from './errors.js';
 
 export { CUSTOM_ENGINE_MANIFEST_FILE };
 

@@ -166,7 +166,7 @@ export async function checkAndWriteSignature(
       // A folder of that name cannot be replaced (rename(2) refuses): say so, not EISDIR.
       const why =
         (cause as NodeJS.ErrnoException).code === 'EISDIR'
-          ? `it is a folder; move it out of the way, the signature file takes its place`
+          ? 'it is a folder; move it out of the way, the signature file takes its place'
           : (cause as Error).message;
       throw new PackSignatureError('ERR_SIGNATURE_WRITE', `cannot write ${file}: ${why}`, {
         cause,

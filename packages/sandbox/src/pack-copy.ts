@@ -81,7 +81,7 @@ export async function prepareTargetDir(root: string, segments: readonly string[]
   try {
     rootInfo = lstatSync(root);
   } catch {
-    rootInfo = undefined;
+    // Missing or unreadable: refused below.
   }
   if (rootInfo === undefined || !rootInfo.isDirectory()) {
     throw new SandboxError('ERR_UNSAFE_PATH', `${root} is not a folder (a symlink or missing)`);

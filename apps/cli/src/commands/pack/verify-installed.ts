@@ -1,4 +1,4 @@
-import { lstatSync, type Stats } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
@@ -52,7 +52,7 @@ async function checkInstalledEngine(
     };
   }
   try {
-    if (lstatOrUndefined(join(found.folder, 'pack.sig')) !== undefined) {
+    if (somethingAt(join(found.folder, 'pack.sig'))) {
       return {
         ...base,
         status: 'drifted',
@@ -67,11 +67,13 @@ async function checkInstalledEngine(
   }
 }
 
-function lstatOrUndefined(path: string): Stats | undefined {
+/** Anything at `path`, a dangling symlink included (pack-signature's `hasRootPackSignature` test). */
+function somethingAt(path: string): boolean {
   try {
-    return lstatSync(path);
+    lstatSync(path);
+    return true;
   } catch {
-    return undefined;
+    return false;
   }
 }
 
