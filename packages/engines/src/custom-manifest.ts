@@ -1,10 +1,10 @@
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import { extname, join, relative, isAbsolute, sep } from 'node:path';
 import * as z from 'zod';
-import { CUSTOM_ENGINE_MANIFEST_FILE } from './engine-files.js';
+import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './engine-files.js';
 import { EngineError } from './errors.js';
 
-export { CUSTOM_ENGINE_MANIFEST_FILE };
+export { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN };
 
 /**
  * Bounds on `engine.manifest.json`, checked before the schema sees the document: the file comes
@@ -21,8 +21,6 @@ export const CUSTOM_ENGINE_MANIFEST_LIMITS = Object.freeze({
 
 /** `engine.manifest.json` is a small document; anything larger is refused unread. */
 export const CUSTOM_ENGINE_MANIFEST_MAX_BYTES = CUSTOM_ENGINE_MANIFEST_LIMITS.maxBytes;
-
-export const ENGINE_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 /** The shape of a variable name the manifest may ask the host to write (POSIX portable names). */
 export const ENV_VAR_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;

@@ -5,7 +5,7 @@
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest/resolve';
-import { CUSTOM_ENGINE_MANIFEST_FILE } from './engine-files.js';
+import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './engine-files.js';
 
 /** An engine installed in `<home>/engines/<id>/` (`loadPackEngine`'s `EngineSource`). */
 export interface InstalledEngineSource {
@@ -62,12 +62,14 @@ export async function installedEngineCandidates(
  * The installed engine `loadPackEngine` loads for `id` when the pack has no `engines/<id>/` of
  * its own: the first of its installed candidates that holds `engine.manifest.json`, or
  * `undefined`. `pack verify --installed` checks this folder against the lockfile, so that what
- * it checks is what runs.
+ * it checks is what runs. An `id` that is not an engine id (`ENGINE_ID_PATTERN`: no `/`, no
+ * leading `.`) finds nothing: no path outside `<home>/engines/` is ever looked at.
  */
 export async function findInstalledEngine(
   home: string,
   id: string,
 ): Promise<InstalledEngineSource | undefined> {
+  if (typeof id !== 'string' || !ENGINE_ID_PATTERN.test(id)) return undefined;
   for (const source of await installedEngineCandidates(home, id)) {
     if (await isEngineFolder(source.folder)) return source;
   }

@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
-import { EngineError, loadPackEngine } from '../src/index.js';
+import { EngineError, findInstalledEngine, loadPackEngine } from '../src/index.js';
 import { cleanTemps, fixtures, tempDir } from './helpers.js';
 
 afterEach(cleanTemps);
@@ -138,6 +138,39 @@ describe('loadPackEngine resolution', () => {
     expect((await failure(loadPackEngine({ packDir: pack, manifest: m, home })))?.code).toBe(
       'ERR_ENGINE_NOT_FOUND',
     );
+  });
+
+  test('findInstalledEngine: the folder the loader takes, and nothing for a name that is not an engine id', async () => {
+    const home = tempDir();
+    expect(await findInstalledEngine(home, 'mine')).toBeUndefined();
+    customEngine(join(home, 'engines', 'mine'), '1.0.0', 'versioned');
+    // engines/mine/engines/1.0.0 is not a version folder: move it where installs put it.
+    cpSync(
+      join(home, 'engines', 'mine', 'engines', '1.0.0'),
+      join(home, 'engines', 'mine', '1.0.0'),
+      {
+        recursive: true,
+      },
+    );
+    writeFileSync(join(home, 'engines', 'mine', 'current.txt'), '1.0.0\n');
+    expect(await findInstalledEngine(home, 'mine')).toEqual({
+      kind: 'installed',
+      id: 'mine',
+      folder: join(home, 'engines', 'mine', '1.0.0'),
+      version: '1.0.0',
+    });
+    // An engine at engines/<id>/ itself comes first, as in loadPackEngine.
+    customEngine(home, 'mine', 'unversioned');
+    expect(await findInstalledEngine(home, 'mine')).toEqual({
+      kind: 'installed',
+      id: 'mine',
+      folder: join(home, 'engines', 'mine'),
+    });
+    // Not engine ids: nothing outside <home>/engines/ is looked at, though an engine is there.
+    const other = join(home, 'other-home');
+    expect(join(other, 'engines', '../../engines/mine')).toBe(join(home, 'engines', 'mine'));
+    for (const id of ['../../engines/mine', '.hidden', 'a/b', '', 'UPPER'])
+      expect(await findInstalledEngine(other, id)).toBeUndefined();
   });
 
   test('unknown ids, missing spec.engine and an id mismatch are clear errors', async () => {
