@@ -22,9 +22,13 @@ export interface PackContent {
     readonly path: string;
     readonly text: string;
   }[];
-  /** Skill folders: `spec.skills`, or each folder of `<pack>/skills/` when it lists none. */
+  /**
+   * Skill folders: `spec.skills`, or each folder of `<pack>/skills/` when it lists none. Only
+   * folders that hold a file or a symlink count: folders are not digest entries (pack-digest
+   * SPEC.md, rule 2), so an empty one could be added to a signed pack unnoticed.
+   */
   readonly skills: readonly { readonly name: string; readonly dir: string }[];
-  /** The pack's own `skills/` folder, when it has one. */
+  /** The pack's own `skills/` folder, when it has one that holds a file or a symlink. */
   readonly skillsRoot?: string;
   /** MCP servers from the files `spec.mcp` names, in file order (the first name wins). */
   readonly mcpServers: Readonly<Record<string, McpServerConfig>>;
@@ -38,6 +42,8 @@ export const PACK_CONTENT_LIMITS = Object.freeze({
   /** Rules files and skill folders. */
   maxRules: 100,
   maxSkills: 100,
+  /** Folders and entries looked at to find a file in a skill folder ({@link holdsContent}). */
+  maxEmptyEntries: 1_000,
 });
 
 export const EMPTY_PACK_CONTENT: PackContent = Object.freeze({
@@ -62,6 +68,29 @@ async function directoryInside(root: string, path: string): Promise<string | und
   const real = await realpath(path).catch(() => undefined);
   if (real === undefined || !isInside(root, real)) return undefined;
   return (await lstat(real)).isDirectory() ? real : undefined;
+}
+
+/**
+ * Whether the folder `dir` holds a regular file or a symlink at any depth: what the pack digest
+ * covers (pack-digest SPEC.md, rule 2: folders are not entries, so an empty folder changes
+ * nothing and may be added to a signed pack). Looks at {@link PACK_CONTENT_LIMITS}
+ * `.maxEmptyEntries` entries at most, and says no past them, or when a folder cannot be read.
+ */
+export async function holdsContent(dir: string): Promise<boolean> {
+  const pending = [dir];
+  let seen = 0;
+  while (pending.length > 0) {
+    const folder = pending.pop()!;
+    const entries = await readdir(folder, { withFileTypes: true }).catch(() => undefined);
+    if (entries === undefined) return false;
+    for (const entry of entries) {
+      seen += 1;
+      if (seen > PACK_CONTENT_LIMITS.maxEmptyEntries) return false;
+      if (entry.isDirectory()) pending.push(join(folder, entry.name));
+      else return true;
+    }
+  }
+  return false;
 }
 
 function mcpFiles(spec: Record<string, unknown>): string[] {
@@ -107,7 +136,9 @@ export async function readPackContent(
   }
 
   const skills: { name: string; dir: string }[] = [];
-  const skillsRoot = await directoryInside(root, join(root, 'skills'));
+  const skillsFolder = await directoryInside(root, join(root, 'skills'));
+  const skillsRoot =
+    skillsFolder !== undefined && (await holdsContent(skillsFolder)) ? skillsFolder : undefined;
   const declaredSkills = (spec.skills ?? []).map((entry) =>
     typeof entry === 'string' ? entry : entry.path,
   );
@@ -120,6 +151,8 @@ export async function readPackContent(
   for (const candidate of candidates.slice(0, PACK_CONTENT_LIMITS.maxSkills)) {
     const dir = await directoryInside(root, candidate);
     if (dir === undefined) warnings.push(`skill ${candidate}: not a folder inside the pack`);
+    else if (!(await holdsContent(dir)))
+      warnings.push(`skill ${candidate}: holds no file (an empty folder is not pack content)`);
     else if (!skills.some((skill) => skill.name === basename(dir)))
       skills.push({ name: basename(dir), dir });
   }

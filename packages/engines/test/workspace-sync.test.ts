@@ -9,7 +9,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { EMPTY_PACK_CONTENT } from '../src/pack-content.js';
+import { EMPTY_PACK_CONTENT, holdsContent, PACK_CONTENT_LIMITS } from '../src/pack-content.js';
 import { readPackContent, syncWorkspace } from '../src/index.js';
 import { loadPackManifest } from '@packwarden/pack-manifest';
 import { copyFixture, loadPackCustomEngine, wireSession } from './contract-helpers.js';
@@ -133,6 +133,67 @@ describe('workspaceSync never writes through a link and never outside the worksp
     const workspace = tempDir();
     expect(await syncWorkspace(workspace, sync, EMPTY_PACK_CONTENT)).toEqual({});
     expect(readdirSync(join(workspace, '.sdkstyle'))).toEqual([]);
+  });
+});
+
+describe('empty folders are not pack content (pack-digest SPEC.md, rule 2)', () => {
+  function withoutDeclaredSkills(pack: string): void {
+    const manifest = join(pack, 'agent.yaml');
+    writeFileSync(
+      manifest,
+      readFileSync(manifest, 'utf8').replace('  skills:\n    - path: ./skills/summarise\n', ''),
+    );
+  }
+
+  test('a folder of skills/ that holds no file is not offered as a skill', async () => {
+    const pack = copyFixture('contract-sdk');
+    withoutDeclaredSkills(pack);
+    mkdirSync(join(pack, 'skills', 'ghost'));
+    mkdirSync(join(pack, 'skills', 'nested', 'deeper', 'still'), { recursive: true });
+    mkdirSync(join(pack, 'skills', 'linked'));
+    symlinkSync('../summarise/SKILL.md', join(pack, 'skills', 'linked', 'SKILL.md'));
+    const read = await readPackContent(pack, loadPackManifest(pack).manifest);
+    expect(read.skills.map((skill) => skill.name)).toEqual(['linked', 'summarise']);
+    expect(read.warnings.join('\n')).toMatch(/skill .*ghost: holds no file/);
+    expect(read.warnings.join('\n')).toMatch(/skill .*nested: holds no file/);
+  });
+
+  test('a declared skill folder that holds no file is left out with a warning', async () => {
+    const pack = copyFixture('contract-sdk');
+    mkdirSync(join(pack, 'skills', 'ghost', 'inner'), { recursive: true });
+    const manifest = join(pack, 'agent.yaml');
+    writeFileSync(
+      manifest,
+      readFileSync(manifest, 'utf8').replace(
+        '    - path: ./skills/summarise\n',
+        '    - path: ./skills/summarise\n    - ./skills/ghost\n',
+      ),
+    );
+    const read = await readPackContent(pack, loadPackManifest(pack).manifest);
+    expect(read.skills.map((skill) => skill.name)).toEqual(['summarise']);
+    expect(read.warnings.join('\n')).toMatch(/skill .*ghost: holds no file/);
+  });
+
+  test('a skills/ folder of empty folders gives no skills folder at all', async () => {
+    const pack = copyFixture('contract-sdk');
+    withoutDeclaredSkills(pack);
+    const { rmSync } = await import('node:fs');
+    rmSync(join(pack, 'skills', 'summarise'), { recursive: true });
+    mkdirSync(join(pack, 'skills', 'ghost'));
+    const read = await readPackContent(pack, loadPackManifest(pack).manifest);
+    expect(read.skills).toEqual([]);
+    expect(read.skillsRoot).toBeUndefined();
+  });
+
+  test('looking for a file in a skill folder is bounded: too many empty folders hold nothing', async () => {
+    const pack = copyFixture('contract-sdk');
+    withoutDeclaredSkills(pack);
+    const wide = join(pack, 'skills', 'wide');
+    for (let i = 0; i <= PACK_CONTENT_LIMITS.maxEmptyEntries; i += 1)
+      mkdirSync(join(wide, `d${i}`), { recursive: true });
+    writeFileSync(join(wide, `d${PACK_CONTENT_LIMITS.maxEmptyEntries}`, 'SKILL.md'), 'late\n');
+    expect(await holdsContent(wide)).toBe(false);
+    expect(await holdsContent(join(pack, 'skills', 'summarise'))).toBe(true);
   });
 });
 

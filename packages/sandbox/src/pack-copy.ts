@@ -12,6 +12,7 @@ import {
   readlinkSync,
   readSync,
   realpathSync,
+  rmdirSync,
   rmSync,
   symlinkSync,
   writeSync,
@@ -140,7 +141,10 @@ function unsafe(path: string, cause?: unknown): SandboxError {
 
 /**
  * Copies a pack tree into `target` (an empty folder): regular files (keeping their permission
- * bits, which the digest covers), folders, and symlinks as links (never followed). Source files
+ * bits, which the digest covers), folders, and symlinks as links (never followed). A folder that
+ * ends up holding no file or symlink is left out: folders are not digest entries (pack-digest
+ * SPEC.md, rule 2), so an empty one is not signed content and must not reach the verified copy,
+ * where an engine could take its name for something (a skill). Source files
  * are opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO swapped in is refused, not waited on) and
  * destination files created with `O_EXCL`, so a link swapped in during the copy is refused rather
  * than followed. Bounded by {@link SANDBOX_LIMITS}.
@@ -153,13 +157,15 @@ function unsafe(path: string, cause?: unknown): SandboxError {
 export async function copyPackTree(source: string, target: string): Promise<number> {
   let count = 0;
   let bytes = 0;
-  const visit = async (from: string, to: string, depth: number): Promise<void> => {
+  /** Copies `from` into `to`; returns how many files and symlinks it copied at any depth. */
+  const visit = async (from: string, to: string, depth: number): Promise<number> => {
     if (depth > SANDBOX_LIMITS.maxPackDepth) {
       throw new SandboxError(
         'ERR_PACK_COPY',
         `the pack is nested deeper than ${SANDBOX_LIMITS.maxPackDepth} folders`,
       );
     }
+    let content = 0;
     for (const entry of readdirSync(from, { withFileTypes: true })) {
       count += 1;
       if (count > SANDBOX_LIMITS.maxPackEntries) {
@@ -172,11 +178,15 @@ export async function copyPackTree(source: string, target: string): Promise<numb
       const dst = join(to, entry.name);
       if (entry.isDirectory()) {
         mkdirSync(dst);
-        await visit(src, dst, depth + 1);
+        const inside = await visit(src, dst, depth + 1);
+        if (inside === 0) rmdirSync(dst);
+        content += inside;
       } else if (entry.isSymbolicLink()) {
         symlinkSync(readlinkSync(src), dst);
+        content += 1;
       } else if (entry.isFile()) {
         bytes += await copyFileNoFollow(src, dst, SANDBOX_LIMITS.maxPackBytes - bytes);
+        content += 1;
       } else {
         throw new SandboxError(
           'ERR_PACK_COPY',
@@ -184,6 +194,7 @@ export async function copyPackTree(source: string, target: string): Promise<numb
         );
       }
     }
+    return content;
   };
   await visit(source, target, 0);
   return count;

@@ -112,4 +112,31 @@ describe('what may load (docs/sandbox.md)', () => {
     expect(turn).toEqual({ text: 'planted' });
     expect(readFileSync(canary, 'utf8')).toBe('ran');
   });
+
+  test('an empty skill folder added to a signed pack does not reach its engine: folders are not signed', async () => {
+    const pack = writeTree(join(tempDir(), 'skilled'), {
+      'agent.yaml': agentYaml('skilled', '  engine: lister\n'),
+      'skills/real/SKILL.md': '# real\n',
+      'engines/lister/engine.manifest.json': JSON.stringify({
+        version: 2,
+        id: 'lister',
+        entry: 'lister.mjs',
+        engineExport: 'Engine',
+      }),
+      'engines/lister/lister.mjs':
+        "import { readdirSync } from 'node:fs';\nexport class Engine { async run(turn) { await turn.emitter.text(readdirSync(turn.agent.skillsDir).sort().join(',')); } }\n",
+    });
+    const trustRoot = await signWithNewKey(pack);
+    // Added after signing: the digest does not change, so the signature still verifies.
+    mkdirSync(join(pack, 'skills', 'ghost', 'inside'), { recursive: true });
+    const stateDir = tempDir();
+    const { booted, state } = await boot(pack, { stateDir, requireSigned: true, trustRoot });
+    expect(booted.verification?.kind).toBe('verified');
+    expect(existsSync(join(stateDir, 'pack', 'skills', 'ghost'))).toBe(false);
+    const turn = await runTurn(await booted.createEngine(), {
+      workspaceRoot: state.workspace,
+      stateDir,
+    });
+    expect(turn).toEqual({ text: 'real' });
+  });
 });

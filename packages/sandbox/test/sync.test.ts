@@ -167,6 +167,28 @@ describe('copyPackTree', () => {
     expect(lstatSync(join(target, 'deep', 'link')).isSymbolicLink()).toBe(true);
   });
 
+  test('folders that hold no file or symlink are left out of the copy: they are not digest entries', async () => {
+    const pack = examplePack(tempDir());
+    mkdirSync(join(pack, 'skills', 'ghost'), { recursive: true });
+    mkdirSync(join(pack, 'skills', 'real'), { recursive: true });
+    writeFileSync(join(pack, 'skills', 'real', 'SKILL.md'), 'real\n');
+    mkdirSync(join(pack, 'engines', 'x', 'y', 'z'), { recursive: true });
+    mkdirSync(join(pack, 'linked', 'deep'), { recursive: true });
+    symlinkSync('../../AGENTS.md', join(pack, 'linked', 'deep', 'prompt'));
+    const target = tempDir();
+    await copyPackTree(pack, target);
+    expect(readdirSync(target).sort()).toEqual([
+      'AGENTS.md',
+      'agent.yaml',
+      'linked',
+      'run.sh',
+      'skills',
+    ]);
+    expect(readdirSync(join(target, 'skills'))).toEqual(['real']);
+    expect(readdirSync(join(target, 'linked', 'deep'))).toEqual(['prompt']);
+    expect((await computePackDigest(target)).digest).toBe((await computePackDigest(pack)).digest);
+  });
+
   test('a symlink to a FIFO is copied as a link: the FIFO is never opened', async () => {
     const pack = examplePack(tempDir());
     const fifo = join(tempDir(), 'fifo');
