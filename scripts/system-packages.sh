@@ -1,12 +1,12 @@
 # Sourced by scripts/test.sh and scripts/demo.sh: the Debian packages that the tests and the demo
 # run for real: bubblewrap (confinement of pack code), docker-registry (Debian's build of the
-# CNCF distribution registry, for the OCI store tests) and apache2-utils (htpasswd, for the
-# registry's basic-auth tests). Installs what is missing when it can (root with apt-get) and says
-# clearly what it could not install; the tests that need a missing package then fail with a
+# CNCF distribution registry, for the OCI store tests), apache2-utils (htpasswd, for the
+# registry's basic-auth tests) and openssl (a certificate for the https registry tests). Installs
+# what is missing when it can (root with apt-get) and says clearly what it could not install; the tests that need a missing package then fail with a
 # message naming it, they are never skipped.
 packwarden_system_packages() {
   local want=() missing=() pkg cmd
-  for pair in bubblewrap:bwrap docker-registry:docker-registry apache2-utils:htpasswd; do
+  for pair in bubblewrap:bwrap docker-registry:docker-registry apache2-utils:htpasswd openssl:openssl; do
     pkg=${pair%%:*}
     cmd=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || want+=("$pkg")
@@ -19,7 +19,7 @@ packwarden_system_packages() {
       echo "  apt-get could not install: ${want[*]}" >&2
     fi
   fi
-  for pair in bubblewrap:bwrap docker-registry:docker-registry apache2-utils:htpasswd; do
+  for pair in bubblewrap:bwrap docker-registry:docker-registry apache2-utils:htpasswd openssl:openssl; do
     command -v "${pair#*:}" >/dev/null 2>&1 || missing+=("${pair%%:*}")
   done
   if [ ${#missing[@]} -gt 0 ]; then

@@ -97,7 +97,8 @@ const TOKEN_VALUE = /^[\x21-\x7e]+$/;
  * One registry, one set of credentials: sends requests, answers Basic and Bearer challenges
  * (Docker's token flow, OCI.md "Authentication") and keeps the tokens per scope. The
  * `Authorization` header only ever goes to the registry's own origin; the token realm receives
- * the Basic credentials (that is the flow), never a token.
+ * the Basic credentials (that is the flow), never a token, and only over https when the registry
+ * uses https.
  */
 export class RegistrySession {
   readonly ref: OciReference;
@@ -364,6 +365,16 @@ export class RegistrySession {
       );
     }
     assertFetchable(realm, 'token realm', { allowFile: false });
+    // The realm gets the registry's credentials (that is the flow): never over a weaker channel
+    // than the registry itself, so an https registry cannot send them to a plain-HTTP service,
+    // not even one on loopback.
+    if (this.ref.baseUrl.protocol === 'https:' && realm.protocol !== 'https:') {
+      throw ociError(
+        'ERR_OCI_AUTH_CHALLENGE_INVALID',
+        `the registry ${this.ref.registry} uses https but named the plain-HTTP token realm ${realm.origin}; credentials go to a token realm only over https when the registry uses it`,
+        { subject: realm.origin + realm.pathname },
+      );
+    }
     const wanted = new Set<string>(scopes);
     for (const scope of challenge.scope?.split(' ') ?? []) if (scope) wanted.add(scope);
     const params = new URLSearchParams();

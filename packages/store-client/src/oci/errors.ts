@@ -17,7 +17,10 @@ export type OciErrorCode =
   // authentication
   /** The Docker `config.json` is unreadable, not JSON, too large, or an `auths` entry is malformed. */
   | 'ERR_OCI_DOCKER_CONFIG_INVALID'
-  /** A `WWW-Authenticate` challenge that does not parse, or names a scheme other than Basic / Bearer. */
+  /**
+   * A `WWW-Authenticate` challenge that does not parse, names a scheme other than Basic / Bearer,
+   * or, from an https registry, a token realm that is not https.
+   */
   | 'ERR_OCI_AUTH_CHALLENGE_INVALID'
   /** The token endpoint refused, or answered without a usable `token` / `access_token`. */
   | 'ERR_OCI_TOKEN_FAILED'

@@ -24,6 +24,7 @@ import {
 } from '../../src/oci/index.js';
 import { tempDir, writePack } from '../helpers.js';
 import { startRegistry, type RunningRegistry } from './registry.js';
+import { fetchTrusting, makeLoopbackCertificate, serveTls } from './tls.js';
 
 const MANIFEST_TYPE = 'application/vnd.oci.image.manifest.v1+json';
 const sha256 = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
@@ -439,6 +440,38 @@ describe('a hostile stand-in registry', () => {
         }),
       ).rejects.toMatchObject({ code: codeWanted });
     }
+  });
+
+  it('an https registry cannot send the credentials to a plain-HTTP realm, not even on loopback', async () => {
+    const tls = makeLoopbackCertificate(await tempDir());
+    const tlsFetch = fetchTrusting(tls.cert);
+    const credentials = { username: 'u', password: 'p' };
+    const asking = (realm: string) => (req: IncomingMessage, res: ServerResponse) => {
+      if (req.headers.authorization === 'Bearer t0k3n')
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[]}');
+      else res.writeHead(401, { 'www-authenticate': `Bearer realm="${realm}",service="s"` }).end();
+    };
+    const clearRealm = await serve((_req, res) => res.writeHead(200).end('{"token":"t0k3n"}'));
+    const downgrading = await serveTls(tls, asking(`http://${clearRealm.host}/token`));
+    servers.push(downgrading.server);
+    await expect(
+      resolvePackArtifact(`oci://${downgrading.host}/x:1`, { credentials, fetch: tlsFetch }),
+    ).rejects.toMatchObject({ code: 'ERR_OCI_AUTH_CHALLENGE_INVALID' });
+    expect(clearRealm.seen).toEqual([]);
+
+    // The same registry naming an https realm: the realm is asked, with the credentials.
+    const seen: (string | undefined)[] = [];
+    const tlsRealm = await serveTls(tls, (req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(200).end('{"token":"t0k3n"}');
+    });
+    servers.push(tlsRealm.server);
+    const registry = await serveTls(tls, asking(`https://${tlsRealm.host}/token`));
+    servers.push(registry.server);
+    await expect(
+      resolvePackArtifact(`oci://${registry.host}/x:1`, { credentials, fetch: tlsFetch }),
+    ).rejects.toMatchObject({ code: 'ERR_OCI_NOT_FOUND' });
+    expect(seen).toEqual([`Basic ${Buffer.from('u:p').toString('base64')}`]);
   });
 
   it('a registry that keeps refusing a valid token is ERR_OCI_AUTH_FAILED after one retry', async () => {
