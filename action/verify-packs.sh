@@ -72,6 +72,33 @@ case "${INPUT_REQUIRE_SIGNED:-true}" in
   *) fail_usage "require-signed must be true or false, not '${INPUT_REQUIRE_SIGNED}'" ;;
 esac
 
+# The keys file decides which signatures count. Inside the checkout, the pull request under test
+# can change it as easily as a pack: add its own key, then sign its change with it. So a keys file
+# in the checkout (by its path or where its links lead) is refused unless the workflow says that
+# file is protected (keys-in-checkout: true, e.g. CODEOWNERS review or runs on trusted refs only).
+case "${INPUT_KEYS_IN_CHECKOUT:-false}" in
+  true) keys_in_checkout=true ;;
+  false) keys_in_checkout=false ;;
+  *) fail_usage "keys-in-checkout must be true or false, not '${INPUT_KEYS_IN_CHECKOUT}'" ;;
+esac
+# Node, not realpath(1): macOS runners' realpath has no -m or -s.
+keys_where() {
+  node -e '
+    const { isAbsolute, relative, resolve, sep } = require("node:path");
+    const { realpathSync } = require("node:fs");
+    const real = (p) => { try { return realpathSync(p); } catch { return resolve(p); } };
+    const inside = (a, b) => { const r = relative(b, a); return r === "" || (r !== ".." && !r.startsWith(".." + sep) && !isAbsolute(r)); };
+    const [keys, checkout] = process.argv.slice(1);
+    const found = [resolve(keys), real(keys)].some((k) => [resolve(checkout), real(checkout)].some((c) => inside(k, c)));
+    console.log(found ? "inside" : "outside");
+  ' "$1" "$2"
+}
+# Anything but a plain "outside" (node failing included) counts as inside: fail closed.
+if [ -n "${INPUT_KEYS:-}" ] && [ -n "${GITHUB_WORKSPACE:-}" ] && [ "$keys_in_checkout" = false ] &&
+  [ "$(keys_where "$INPUT_KEYS" "$GITHUB_WORKSPACE" || true)" != outside ]; then
+  fail_usage "the keys file $INPUT_KEYS is inside the checkout ($GITHUB_WORKSPACE), which the pull request under test can change: it could add its own key and sign its change with it. Give the keys from outside the checkout (a secret or variable written to \$RUNNER_TEMP, or jwks-url with pins), or set keys-in-checkout: true if that file is protected (CODEOWNERS review, or a workflow that runs only on trusted refs)"
+fi
+
 status=0
 "${packwarden[@]}" "${args[@]}" >"$report" 2>"$stderr_log" || status=$?
 

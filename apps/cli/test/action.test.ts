@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -124,6 +124,68 @@ describe('the GitHub Action', () => {
         data: "require-signed must be true or false, not 'x\n::add-mask::secret'",
       },
     ]);
+  });
+});
+
+describe('the GitHub Action and a keys file the pull request could change', () => {
+  test('a keys file inside the checkout is refused before packwarden runs, unless keys-in-checkout: true', async () => {
+    const { dir, fleet, keysFile } = await fleetWithKey();
+    const report = join(dir, 'packwarden-verify.json');
+    const inside = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_KEYS: keysFile,
+      GITHUB_WORKSPACE: dir,
+    });
+    expect(inside.status).toBe(2);
+    expect(runnerCommands(inside.stdout)).toEqual([
+      expect.objectContaining({
+        command: 'error',
+        data: expect.stringContaining('is inside the checkout') as unknown,
+      }),
+    ]);
+    expect(existsSync(report)).toBe(false);
+
+    // By its path (a link in the checkout to a file elsewhere) or by where it leads (a link
+    // elsewhere to a file in the checkout): either way the pull request chooses the keys.
+    const elsewhere = tempDir();
+    symlinkSync(keysFile, join(fleet, 'keys-link.json'));
+    symlinkSync(join(fleet, 'good', 'agent.yaml'), join(elsewhere, 'keys.json'));
+    for (const [keys, checkout] of [
+      [join(fleet, 'keys-link.json'), fleet],
+      [join(elsewhere, 'keys.json'), fleet],
+    ] as const) {
+      const linked = runAction(dir, {
+        INPUT_PACKS_DIR: fleet,
+        INPUT_KEYS: keys,
+        GITHUB_WORKSPACE: checkout,
+      });
+      expect(linked.status, keys).toBe(2);
+      expect(linked.stdout).toContain('is inside the checkout');
+    }
+
+    const allowed = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_KEYS: keysFile,
+      INPUT_KEYS_IN_CHECKOUT: 'true',
+      GITHUB_WORKSPACE: dir,
+    });
+    expect(allowed.status, allowed.stderr + allowed.stdout).toBe(0);
+    expect(allowed.output).toContain('verified=1\n');
+
+    const outside = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_KEYS: keysFile,
+      GITHUB_WORKSPACE: fleet,
+    });
+    expect(outside.status, outside.stderr + outside.stdout).toBe(0);
+
+    const bad = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_KEYS: keysFile,
+      INPUT_KEYS_IN_CHECKOUT: 'yes please',
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stdout).toContain('keys-in-checkout must be true or false');
   });
 });
 
