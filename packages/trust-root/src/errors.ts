@@ -14,7 +14,7 @@ export type TrustRootErrorCode =
   | 'ERR_URL_INVALID'
   /** Plain `http://` to a host that is not loopback. */
   | 'ERR_URL_INSECURE'
-  /** A pin is not an RFC 7638 SHA-256 thumbprint, or there are more than 100. */
+  /** A pin is blank or not an RFC 7638 SHA-256 thumbprint, the pins name none, or there are more than 100. */
   | 'ERR_PIN_INVALID'
   /** `PACKWARDEN_PACK_JWKS_MAX_STALE` cannot be parsed or exceeds 30 days. */
   | 'ERR_DURATION_INVALID'
@@ -38,7 +38,7 @@ export type TrustRootErrorCode =
   | 'ERR_FETCH_FAILED'
   /** No complete answer within the timeout. Retryable. */
   | 'ERR_FETCH_TIMEOUT'
-  /** An HTTP status other than 200 (or 304 to a revalidation). Retryable for 5xx. */
+  /** An HTTP status other than 200 (or 304 to a revalidation). Retryable for 5xx, 408 and 429. */
   | 'ERR_HTTP_STATUS'
   /** The server answered with a redirect, which is never followed. */
   | 'ERR_REDIRECT_REFUSED'
@@ -47,7 +47,7 @@ export type TrustRootErrorCode =
 
 export interface TrustRootErrorOptions {
   readonly cause?: unknown;
-  /** True when trying again later may succeed (network errors, timeouts, HTTP 5xx). */
+  /** True when trying again later may succeed (network errors, timeouts, HTTP 5xx, 408, 429). */
   readonly retryable?: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmod, lstat, mkdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
 import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
@@ -32,6 +32,35 @@ const CACHE_VERSION = 2;
 export const CACHE_KEY_MIN_BYTES = 32;
 
 let processKey: Buffer | undefined;
+
+/**
+ * Per cache file, the earliest `fetchedAt` an entry may still have: the newest key set this
+ * process fetched, wrote or read from that file, or the moment the source answered with no usable
+ * key set. The MAC proves who wrote an entry, not that it is the latest: whoever can write the
+ * folder can put back a copy this process wrote earlier (saved before a key was revoked or
+ * removed), and serving it as stale would bring that key back. Raised before any write, so a
+ * failed write cannot leave an older set standing either. Only this process's memory: with a
+ * shared `cacheKey`, a process that starts believes the newest entry it finds.
+ */
+const oldestBelievable = new Map<string, number>();
+
+/**
+ * Records that the entry of `source` fetched at `fetchedAt` was believed: no older one is, from
+ * now on. Called once the caller has judged the entry's dates believable (a far-future entry must
+ * not raise the floor past what this process will ever write).
+ */
+export function noteCacheEntryBelieved(
+  dir: string,
+  source: { kind: CacheEntry['kind']; url: string; pins: readonly string[] },
+  fetchedAt: Date,
+): void {
+  raiseFloor(cacheFilePath(dir, source.kind, source.url, [...source.pins].sort()), fetchedAt);
+}
+
+function raiseFloor(file: string, instant: Date): void {
+  const ms = instant.getTime();
+  if (ms > (oldestBelievable.get(file) ?? Number.NEGATIVE_INFINITY)) oldestBelievable.set(file, ms);
+}
 
 /**
  * The default cache key: random, made once per process and kept only in its memory. With it,
@@ -135,6 +164,12 @@ export async function readCacheEntry(
   }
   if (data.kind !== kind || data.url !== url || data.pins.join(',') !== pins.join(','))
     return ignored('it was fetched for another source or other pins');
+  const floor = oldestBelievable.get(file);
+  if (floor !== undefined && Date.parse(data.fetchedAt) < floor) {
+    return ignored(
+      'it is older than a key set this process has already had from the source (a rolled-back copy, or one the source has since replaced)',
+    );
+  }
   return {
     kind: data.kind,
     url: data.url,
@@ -159,6 +194,7 @@ export async function writeCacheEntry(
 ): Promise<void> {
   const pins = [...entry.pins].sort();
   const file = cacheFilePath(dir, entry.kind, entry.url, pins);
+  raiseFloor(file, entry.fetchedAt);
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const folder = await lstat(dir);
@@ -186,6 +222,37 @@ export async function writeCacheEntry(
     await writeFileAtomic(file, document, { mode: 0o600 });
   } catch (error) {
     warnings.push(`trust root cache not written to ${dir}: ${errorCode(error)}.`);
+  }
+}
+
+/**
+ * The source answered, at `answeredAt`, with something that is no usable key set (a 4xx, a
+ * redirect, a body refused, a set that fails its pins or holds no usable key): the copy from
+ * before is no longer the last known good one. It is never served again, fresh or stale, by this
+ * process (`oldestBelievable`), and the file is removed so that no process sharing the cache key
+ * serves it either: a later outage must not trust keys the source has stopped vouching for.
+ * Returns whether there was a file to retire.
+ */
+export async function retireCacheEntry(
+  dir: string,
+  source: { kind: CacheEntry['kind']; url: string; pins: readonly string[] },
+  answeredAt: Date,
+  warnings: string[],
+): Promise<boolean> {
+  const file = cacheFilePath(dir, source.kind, source.url, [...source.pins].sort());
+  // Past every entry believed so far, even one dated a little ahead of this clock.
+  const believed = oldestBelievable.get(file);
+  raiseFloor(
+    file,
+    new Date(Math.max(answeredAt.getTime(), believed === undefined ? -Infinity : believed + 1)),
+  );
+  try {
+    await unlink(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    warnings.push(`trust root cache ${file} could not be removed: ${errorCode(error)}.`);
+    return true;
   }
 }
 

@@ -25,7 +25,7 @@ export type KeySetResponse =
 
 /**
  * One bounded GET: a timeout covering headers and body, no redirects followed, the body size
- * enforced while streaming. Failures are `TrustRootError`s; network errors, timeouts and 5xx are
+ * enforced while streaming. Failures are `TrustRootError`s; network errors, timeouts, 5xx, 408 and 429 are
  * `retryable` (the only ones a cached copy may stand in for).
  */
 export async function fetchKeySet(request: KeySetRequest): Promise<KeySetResponse> {
@@ -114,7 +114,12 @@ async function readResponse(response: Response, request: KeySetRequest): Promise
   }
   if (response.status !== 200) {
     throw new TrustRootError('ERR_HTTP_STATUS', `${what} answered HTTP ${response.status}.`, {
-      retryable: response.status >= 500 && response.status <= 599,
+      // 408 and 429 say "not now" (a timeout, rate limiting), like a 5xx: the source has not
+      // withdrawn anything, so a last-known-good copy may stand in and is not retired.
+      retryable:
+        (response.status >= 500 && response.status <= 599) ||
+        response.status === 408 ||
+        response.status === 429,
     });
   }
   const max = TRUST_ROOT_LIMITS.maxDocumentBytes;

@@ -38,8 +38,12 @@ export function parseKeyDocument(
     return list.map((entry, index) => {
       const record = listRecordSchema.safeParse(entry);
       if (!record.success) {
+        // Keep the kid of an unreadable entry (a `{kid, revoked: true}` without publicPem), as a
+        // JWK's is kept: a kid listed twice is ambiguous however broken one of its entries is.
+        const kid = kidSchema.safeParse((entry as { kid?: unknown } | null)?.kid);
         return {
           ok: false,
+          ...(kid.success ? { kid: kid.data } : {}),
           reason: 'invalid-key',
           message: `entry ${index} of ${what} is not {kid, publicPem}`,
         } as const;

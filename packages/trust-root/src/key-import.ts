@@ -50,9 +50,14 @@ const metadataSchema = z
 
 type KeyMetadata = z.output<typeof metadataSchema>;
 
+// Canonical too (the unused low bits zero): Node reads `…A` and `…B` as the same coordinate, so a
+// second spelling would give the same key a second thumbprint, past its pin and its revocation.
 const coordinate = z
   .string()
-  .regex(/^[A-Za-z0-9_-]{43}$/, 'must be 32 bytes as unpadded base64url');
+  .regex(
+    /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/,
+    'must be 32 bytes as canonical unpadded base64url',
+  );
 
 const p256JwkSchema = z.object({
   kty: z.literal('EC'),

@@ -39,6 +39,12 @@ export function buildKeyRing(imports: readonly KeyImport[], options: KeyRingOpti
     );
   }
 
+  // Revocation belongs to the key, not to one of its names: the same key listed under another kid
+  // (an alias kept through a migration) is revoked too, or its holder would sign under that kid.
+  const revokedThumbprints = new Set(
+    imports.flatMap((entry) => (entry.ok && entry.key.revoked ? [entry.key.thumbprint] : [])),
+  );
+
   const pins = new Set(options.pins);
   const matchedPins = new Set<string>();
   const unpinned: string[] = [];
@@ -56,7 +62,13 @@ export function buildKeyRing(imports: readonly KeyImport[], options: KeyRingOpti
       warnings.push(`${options.what}: ${entry.message}.`);
       continue;
     }
-    const { key } = entry;
+    let { key } = entry;
+    if (!key.revoked && revokedThumbprints.has(key.thumbprint)) {
+      key = Object.freeze({ ...key, revoked: true });
+      warnings.push(
+        `${options.what}: key "${key.kid}" is revoked, because the same key (${key.thumbprint}) is revoked under another kid.`,
+      );
+    }
     if (ambiguous.has(key.kid)) {
       rejectedKeys.push({
         kid: key.kid,

@@ -4,7 +4,13 @@ import { parseKeyDocument, type KeyDocumentShape } from './key-document.js';
 import { buildKeyRing, type KeyRing } from './key-ring.js';
 import { fetchKeySet, type KeySetResponse } from './jwks-fetch.js';
 import { freshnessMs } from './cache-control.js';
-import { readCacheEntry, writeCacheEntry, type CacheEntry } from './jwks-cache.js';
+import {
+  noteCacheEntryBelieved,
+  readCacheEntry,
+  retireCacheEntry,
+  writeCacheEntry,
+  type CacheEntry,
+} from './jwks-cache.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 import type { ResolvedOptions } from './options.js';
 import type { TrustRootDelivery } from './types.js';
@@ -32,7 +38,9 @@ const CLOCK_SKEW_MS = 5 * 60_000;
  * Loads a remote key set with the rules of the README, "The cache": a fresh cached copy is used without a
  * request; an expired one is revalidated with its ETag; after a network error or 5xx a copy last
  * confirmed within `maxStaleMs` is served as stale. 4xx, redirects, bad bodies and pin failures
- * are never papered over with the cache. Throws `TrustRootError`; warnings go to `warnings`.
+ * are never papered over with the cache, and retire it: the source has spoken, and a later outage
+ * must not bring back keys it no longer vouches for. Throws `TrustRootError`; warnings go to
+ * `warnings`.
  */
 export async function loadRemoteKeys(
   spec: RemoteSpec,
@@ -50,22 +58,20 @@ export async function loadRemoteKeys(
     });
   const now = options.now();
   const cacheDir = options.cacheDir;
+  const cacheSource = { kind: spec.kind, url: spec.url.href, pins: spec.pins };
 
   let cached =
     cacheDir === false
       ? undefined
-      : await readCacheEntry(
-          cacheDir,
-          { kind: spec.kind, url: spec.url.href, pins: spec.pins },
-          options.cacheKey,
-          warnings,
-        );
+      : await readCacheEntry(cacheDir, cacheSource, options.cacheKey, warnings);
   if (cached !== undefined && !believable(cached, now)) {
     warnings.push(
       `the cached copy of ${what} is dated in the future or claims too long a lifetime; it is ignored.`,
     );
     cached = undefined;
   }
+  if (cached !== undefined && cacheDir !== false)
+    noteCacheEntryBelieved(cacheDir, cacheSource, cached.fetchedAt);
 
   if (cached !== undefined && now.getTime() < cached.expiresAt.getTime()) {
     try {
@@ -85,6 +91,27 @@ export async function loadRemoteKeys(
     }
   }
 
+  /**
+   * The source answered, and not with a usable key set: the copy from before is retired, so that
+   * a later outage never serves keys the source has stopped vouching for (README "The cache").
+   */
+  const retire = async (error: TrustRootError): Promise<void> => {
+    if (cacheDir === false) return;
+    if (await retireCacheEntry(cacheDir, cacheSource, options.now(), warnings)) {
+      warnings.push(
+        `the cached copy of ${what} is discarded and will not be served if the source fails: ${error.message}`,
+      );
+    }
+  };
+  const answeredWith = async (build: () => KeyRing): Promise<KeyRing> => {
+    try {
+      return build();
+    } catch (error) {
+      if (error instanceof TrustRootError) await retire(error);
+      throw error;
+    }
+  };
+
   let response: KeySetResponse;
   try {
     response = await fetchKeySet({
@@ -96,6 +123,9 @@ export async function loadRemoteKeys(
       what,
     });
   } catch (error) {
+    if (error instanceof TrustRootError && !error.retryable && error.code !== 'ERR_ABORTED') {
+      await retire(error);
+    }
     if (!(error instanceof TrustRootError) || !error.retryable || cached === undefined) throw error;
     return serveStale(error, cached, spec, now, what, ringOf, warnings);
   }
@@ -105,7 +135,7 @@ export async function loadRemoteKeys(
   if (response.status === 304) {
     // Only sent with If-None-Match, so `cached` exists and its body is the current document.
     const entry = cached as CacheEntry;
-    const ring = ringOf(entry.body, what);
+    const ring = await answeredWith(() => ringOf(entry.body, what));
     const etag = response.etag ?? entry.etag;
     if (cacheDir !== false) {
       await writeCacheEntry(
@@ -125,7 +155,8 @@ export async function loadRemoteKeys(
     };
   }
 
-  const ring = ringOf(response.body, what);
+  const body = response.body;
+  const ring = await answeredWith(() => ringOf(body, what));
   if (cacheDir !== false) {
     await writeCacheEntry(
       cacheDir,

@@ -348,17 +348,19 @@ describe('stale-if-error', () => {
     expect(root.keys).toEqual([]);
   });
 
-  it('does not overwrite the last good copy with a set that failed its pins', async () => {
+  it('never takes a set that failed its pins, and no longer serves the copy from before', async () => {
     const time = clock();
     const load = loader(time, { pins: [alpha.thumbprint] });
     await load();
     mode = { kind: 'serve', body: jwks(gamma), cacheControl: 'max-age=60' };
     time.advance(10 * MINUTE);
     expect(code(await load())).toBe('ERR_PIN_MISMATCH');
+    // The source stopped vouching for alpha: an outage must not bring it back (last-known-good.test.ts).
     mode = { kind: 'status', code: 503 };
-    const stale = await load();
-    expect(stale.stale).toBe(true);
-    expect(stale.keys.map((key) => key.kid)).toEqual(['alpha']);
+    const outage = await load();
+    expect(outage.stale).toBe(false);
+    expect(code(outage)).toBe('ERR_HTTP_STATUS');
+    expect(outage.keys).toEqual([]);
   });
 });
 

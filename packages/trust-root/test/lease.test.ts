@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPackTrustRoot, type PackTrustRoot } from '../src/index.js';
+import { loadPackTrustRoot, selectTrustedKey, type PackTrustRoot } from '../src/index.js';
 import { json, startKeyServer, status, type KeyServer } from './helpers/key-server.js';
 import { clock, forbiddenFetch, jwks, makeKey, tempDir, type TestKey } from './helpers/keys.js';
 
@@ -77,6 +77,31 @@ describe('control-plane lease (PACKWARDEN_LEASE_URL → GET <origin>/api/keys)',
     ]);
     expect(root.warnings).toHaveLength(3);
   });
+
+  it.each([
+    [
+      'a list',
+      () => [
+        { kid: 'alpha', publicPem: alpha.pem },
+        { kid: 'alpha', revoked: true },
+        { kid: 'beta', publicPem: beta.pem },
+      ],
+    ],
+    ['a JWKS (the same rule)', () => jwks(alpha, { kid: 'alpha', revoked: true }, beta)],
+  ])(
+    'in %s, an unreadable second entry for a kid (a revocation without publicPem) makes it ambiguous',
+    async (_shape, body) => {
+      server.route('/api/keys', json(body()));
+      const root = await loadPackTrustRoot({ leaseUrl: server.origin, env: {}, cacheDir: false });
+      const at = new Date('2026-09-01T00:00:00Z');
+      expect(selectTrustedKey(root, 'alpha', { at })).toMatchObject({
+        kind: 'untrusted-key',
+        reason: 'ambiguous-kid',
+      });
+      expect(selectTrustedKey(root, 'beta', { at }).kind).toBe('ok');
+      expect(root.warnings.join('\n')).toMatch(/lists kid "alpha" 2 times/);
+    },
+  );
 
   it('applies pins to the control plane too', async () => {
     server.route(
