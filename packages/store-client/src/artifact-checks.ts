@@ -1,3 +1,4 @@
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   compareManifestPaths,
@@ -179,7 +180,10 @@ export async function checkEngine(ctx: CheckContext): Promise<CheckedArtifact> {
     );
   }
   refuseIdentity(ctx, label, { name: identity.id, version: identity.version });
-  if (ctx.entries.some((entry) => entry.path === PACK_SIGNATURE_FILE)) {
+  // Anything of that name, a folder too (pack-signature's `hasRootPackSignature`, which the
+  // engine verifier and `pack verify --installed` apply): an install must not keep what they
+  // refuse. The staged files alone would miss a folder, empty or not.
+  if (lstatSync(join(ctx.dir, PACK_SIGNATURE_FILE), { throwIfNoEntry: false }) !== undefined) {
     throw new StoreError(
       'ERR_ENGINE_INVALID',
       `${slug}@${version} holds a root ${PACK_SIGNATURE_FILE}, which no engine signature covers`,

@@ -10,9 +10,12 @@ import {
 } from '@packwarden/pack-digest';
 import { findPackFolders, isPackManifestError, loadPackManifest } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
+import { checkArchivePath, foldName } from './archive-path.js';
 import { SIGNATURE_FILE_MAX_BYTES } from './artifact-checks.js';
 import { StoreError } from './errors.js';
 import { STATIC_STORE_FORMAT, type StaticStoreIndex } from './index-schema.js';
+import { DEFAULT_EXTRACT_LIMITS } from './limits.js';
+import { PathRegistry } from './path-registry.js';
 import { isSlug } from './refs.js';
 import { compareSemver } from './semver.js';
 import { readSmallFile } from './small-file.js';
@@ -90,6 +93,26 @@ export function loadBuildManifest(dir: string): ReturnType<typeof loadPackManife
   }
 }
 
+/**
+ * The names extraction would refuse (archive-path.ts, path-registry.ts: `CON`, `a:b`, a trailing
+ * dot, `README.md` beside `readme.md`, NFC twins, too long or too deep), refused here with the
+ * same rules: a store, an export or a push must not publish an archive that no install accepts.
+ */
+function refuseUninstallableNames(dir: string, files: { path: string }[]): void {
+  const registry = new PathRegistry();
+  for (const file of files) {
+    try {
+      registry.add(checkArchivePath(file.path, DEFAULT_EXTRACT_LIMITS), 'file', foldName);
+    } catch (cause) {
+      throw new StoreError(
+        'ERR_BUILD_UNSUPPORTED_ENTRY',
+        `${dir}: ${(cause as Error).message}; extraction refuses such a name (on every platform, so that a pack installs everywhere)`,
+        { cause, subject: file.path },
+      );
+    }
+  }
+}
+
 /** One pack folder as a byte-reproducible .tar.gz: sorted entries, fixed times and owners, 0644/0755. */
 export async function packArchive(
   dir: string,
@@ -113,6 +136,7 @@ export async function packArchive(
       );
     }
   }
+  refuseUninstallableNames(dir, files);
   const sig = await lstat(join(dir, PACK_SIGNATURE_FILE)).catch(() => undefined);
   if (sig && !sig.isFile()) {
     throw new StoreError('ERR_BUILD_UNSUPPORTED_ENTRY', `${dir}: pack.sig is not a regular file`, {

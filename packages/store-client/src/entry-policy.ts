@@ -73,12 +73,6 @@ export class EntryJudge {
       }
       return { kind: 'skip' };
     }
-    if (++this.entries > limits.maxEntries) {
-      throw new StoreError(
-        'ERR_ARCHIVE_TOO_MANY_ENTRIES',
-        `more than ${limits.maxEntries} files and directories`,
-      );
-    }
     if (entry.type === 'file' && this.bytes + entry.size > limits.maxBytes) {
       throw new StoreError(
         'ERR_ARCHIVE_TOO_LARGE',
@@ -88,6 +82,16 @@ export class EntryJudge {
     }
     const isDirectory = entry.type === 'directory';
     const create = this.registry.add(segments, isDirectory ? 'directory' : 'file', foldName);
+    // What is created counts, not what the archive lists: a file 30 folders deep whose folders
+    // the archive never names creates 31 entries, so 700 such headers would make 21,000 of them.
+    this.entries += create.length + (isDirectory ? 0 : 1);
+    if (this.entries > limits.maxEntries) {
+      throw new StoreError(
+        'ERR_ARCHIVE_TOO_MANY_ENTRIES',
+        `more than ${limits.maxEntries} files and directories (folders a path implies included)`,
+        { subject: relative },
+      );
+    }
     if (isDirectory) return { kind: 'directory', create };
     this.files++;
     this.bytes += entry.size;

@@ -18,7 +18,8 @@ export type StoreErrorCode =
   // reaching a store
   /**
    * Not `https://` (or loopback `http://`), `file://` or a path; credentials in the URL; a remote
-   * index pointing at `file://`.
+   * index pointing at `file://`; an `https://` index pointing at, or a redirect from `https://` to,
+   * plain `http://` (even on loopback).
    */
   | 'ERR_STORE_URL_INVALID'
   /** The network or the file system failed while reaching the store or reading an archive. */
@@ -50,8 +51,8 @@ export type StoreErrorCode =
   | 'ERR_ARTIFACT_TYPE_UNSUPPORTED'
   // downloads
   /**
-   * An AgentHippo tarball over `maxDownloadBytes`, or a local archive over `openPackArchive`'s
-   * `maxBytes`.
+   * An AgentHippo tarball over `maxDownloadBytes`, a static store archive whose index `size` is
+   * over it (refused before the download), or a local archive over `openPackArchive`'s `maxBytes`.
    */
   | 'ERR_DOWNLOAD_TOO_LARGE'
   /** An archive longer or shorter than the index's `size` (stopped as soon as it is longer). */
@@ -105,7 +106,7 @@ export type StoreErrorCode =
   | 'ERR_ARCHIVE_PATH_TOO_LONG'
   /** A path with more than `maxDepth` components. */
   | 'ERR_ARCHIVE_TOO_DEEP'
-  /** More than `maxEntries` extracted or `maxScannedEntries` read. */
+  /** More than `maxEntries` extracted (implied folders included) or `maxScannedEntries` read. */
   | 'ERR_ARCHIVE_TOO_MANY_ENTRIES'
   /** More than `maxBytes` of content or `maxTarBytes` of uncompressed tar. */
   | 'ERR_ARCHIVE_TOO_LARGE'
@@ -158,7 +159,10 @@ export type StoreErrorCode =
   | 'ERR_BUILD_PACK_INVALID'
   /** Two packs with one name and version. */
   | 'ERR_BUILD_DUPLICATE'
-  /** A symlink (or a `pack.sig` that is not a file) in a pack. */
+  /**
+   * A symlink (or a `pack.sig` that is not a file) in a pack, or a name extraction refuses (`a:b`,
+   * `CON`, case or NFC twins): no install would accept the archive.
+   */
   | 'ERR_BUILD_UNSUPPORTED_ENTRY'
   /** A file changed while the archive was being built. */
   | 'ERR_BUILD_PACK_CHANGED'

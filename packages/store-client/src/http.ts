@@ -1,7 +1,7 @@
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { abortError, isStoreError, StoreError } from './errors.js';
-import { assertFetchable } from './url-policy.js';
+import { assertFetchable, assertNoDowngrade } from './url-policy.js';
 
 export type FetchLike = typeof fetch;
 
@@ -107,6 +107,7 @@ export async function request(url: URL, options: RequestOptions): Promise<Fetche
       }
       const next = new URL(location, current);
       assertFetchable(next, 'redirect', { allowFile: false });
+      assertNoDowngrade(current, next, 'the redirect to');
       if (options.redirects === 'same-origin' && next.origin !== start.origin) {
         throw new StoreError(
           'ERR_STORE_REDIRECT',

@@ -50,7 +50,10 @@ export interface InstallPackOptions {
   onProgress?: (progress: InstallProgress) => void;
   signal?: AbortSignal;
   limits?: Partial<ExtractLimits>;
-  /** Largest archive downloaded from a store that does not state a size (AgentHippo). Default 1 GiB. */
+  /**
+   * Largest archive downloaded: an AgentHippo tarball (no size stated) stops past it, a static
+   * store's archive whose index `size` is larger is refused before it is fetched. Default 1 GiB.
+   */
   maxDownloadBytes?: number;
   /** No byte for this long fails the download. Default 60,000 ms. */
   idleTimeoutMs?: number;
@@ -181,6 +184,22 @@ async function stageArchive(
   throw new StoreError('ERR_DOWNLOAD_INTEGRITY', 'the archive could not be read intact');
 }
 
+/**
+ * A static store's `size` is the download's only bound, and the store writes it: an index
+ * claiming a terabyte, serving gzip members that inflate to nothing (no tar byte, so no ratio or
+ * tar bound ever fires), would stream into the archive cache until the disk is full. The claim is
+ * held to `maxDownloadBytes` before anything is locked, staged or fetched.
+ */
+function refuseOversizedArchive(resolved: ResolvedArtifact, maxDownloadBytes: number): void {
+  const { source } = resolved;
+  if (source.kind !== 'static' || source.size <= maxDownloadBytes) return;
+  throw new StoreError(
+    'ERR_DOWNLOAD_TOO_LARGE',
+    `${resolved.slug}@${resolved.version}: the index states a ${source.size}-byte archive, more than maxDownloadBytes (${maxDownloadBytes}); nothing was downloaded`,
+    { subject: source.url.href },
+  );
+}
+
 /** The steps of README "Install: layout and guarantees", in order; see `installPack`. */
 async function installSteps(
   store: Store,
@@ -202,6 +221,7 @@ async function installSteps(
     );
   }
   const resolved = store.resolve(ref);
+  refuseOversizedArchive(resolved, filled.maxDownloadBytes);
   const { slug, version } = resolved;
   const target = InstallTarget.of({ type: ref.type, slug, version }, options, env);
   await target.refuseTaken(options.force);

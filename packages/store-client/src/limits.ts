@@ -2,7 +2,7 @@ import { StoreError } from './errors.js';
 
 /** Bounds on what one archive may make extraction do. Every limit is a refusal, never a truncation. */
 export interface ExtractLimits {
-  /** Files and directories extracted. */
+  /** Files and directories extracted, the folders a file's path implies included. */
   maxEntries: number;
   /** Entries read in total, including those outside `stripPrefix` that are skipped. */
   maxScannedEntries: number;

@@ -18,7 +18,7 @@ import {
 } from './index-schema.js';
 import { formatArtifactRef, type ArtifactRef, type ArtifactType } from './refs.js';
 import { compareSemver } from './semver.js';
-import { assertFetchable, parseStoreLocation } from './url-policy.js';
+import { assertFetchable, assertNoDowngrade, parseStoreLocation } from './url-policy.js';
 
 /** The AgentHippo store's index (the default store). */
 export const DEFAULT_STORE_URL =
@@ -299,7 +299,9 @@ class StoreImpl implements Store {
         );
       }
       // A remote index may only point at remote archives (never at this machine's files).
-      assertFetchable(url, 'archive', { allowFile: new URL(this.url).protocol === 'file:' });
+      const indexUrl = new URL(this.url);
+      assertFetchable(url, 'archive', { allowFile: indexUrl.protocol === 'file:' });
+      assertNoDowngrade(indexUrl, url, 'the archive URL');
       const source: ArtifactSource = {
         kind: 'static',
         url,
@@ -335,6 +337,22 @@ function parseRepo(repo: string): { owner: string; repo: string } {
     );
   }
   return { owner: match[1]!, repo: match[2]! };
+}
+
+/** How many times each key occurs. */
+function timesListed(keys: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * An artifact (or a version) the index lists more than once is ambiguous: a reader keeping the
+ * first row and one keeping the last would install different archives under one name, as a
+ * member named twice would (README "Lenient index parsing"). None of its rows is used.
+ */
+function listedMoreThanOnce(what: string, times: number): string {
+  return `${what} is listed ${times} times; none of them is used (readers keeping the first or the last would disagree)`;
 }
 
 /** Loads a store's index. The document decides the kind: `format: "packwarden-store/1"` is a static store, `{version: 1, artifacts}` the AgentHippo store. */
@@ -405,19 +423,35 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
   }
   if (doc.format === STATIC_STORE_FORMAT) {
     const store = new StoreImpl('static', indexUrl.href, context, undefined);
-    doc.artifacts.forEach((raw, row) => {
-      const parsed = StaticStoreArtifactSchema.safeParse(raw);
+    const parsedRows = doc.artifacts.map((raw) => StaticStoreArtifactSchema.safeParse(raw));
+    const rowsPerKey = timesListed(
+      parsedRows.flatMap((p) => (p.success ? [`${p.data.type}/${p.data.slug}`] : [])),
+    );
+    parsedRows.forEach((parsed, row) => {
       if (!parsed.success) {
         store.problems.push({ row, message: describeZodError(parsed.error) });
         return;
       }
+      const key = `${parsed.data.type}/${parsed.data.slug}`;
+      if (rowsPerKey.get(key)! > 1) {
+        store.problems.push({ row, message: listedMoreThanOnce(key, rowsPerKey.get(key)!) });
+        return;
+      }
+      const parsedVersions = parsed.data.versions.map((raw) =>
+        StaticStoreVersionSchema.safeParse(raw),
+      );
+      const entriesPerVersion = timesListed(
+        parsedVersions.flatMap((v) => (v.success ? [v.data.version] : [])),
+      );
       const versions = new Map<string, StaticStoreVersion>();
-      parsed.data.versions.forEach((rawVersion, i) => {
-        const v = StaticStoreVersionSchema.safeParse(rawVersion);
+      parsedVersions.forEach((v, i) => {
         if (!v.success)
           store.problems.push({ row, message: `versions.${i}: ${describeZodError(v.error)}` });
-        else if (versions.has(v.data.version))
-          store.problems.push({ row, message: `versions.${i}: ${v.data.version} listed twice` });
+        else if (entriesPerVersion.get(v.data.version)! > 1)
+          store.problems.push({
+            row,
+            message: `versions.${i}: ${listedMoreThanOnce(`${key}@${v.data.version}`, entriesPerVersion.get(v.data.version)!)}`,
+          });
         else versions.set(v.data.version, v.data);
       });
       if (versions.size === 0) {
@@ -454,20 +488,21 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       (env.GITHUB_TOKEN || env.GH_TOKEN || undefined);
     if (token) context.githubToken = { value: token, origin: github.api.origin };
     const store = new StoreImpl('agenthippo', indexUrl.href, context, github);
-    const seen = new Set<string>();
-    doc.artifacts.forEach((raw, row) => {
-      const parsed = AgentHippoArtifactSchema.safeParse(raw);
+    const parsedRows = doc.artifacts.map((raw) => AgentHippoArtifactSchema.safeParse(raw));
+    const rowsPerKey = timesListed(
+      parsedRows.flatMap((p) => (p.success ? [`${p.data.type}/${p.data.slug}`] : [])),
+    );
+    parsedRows.forEach((parsed, row) => {
       if (!parsed.success) {
         store.problems.push({ row, message: describeZodError(parsed.error) });
         return;
       }
       const { id: _id, ...data } = parsed.data;
       const key = `${data.type}/${data.slug}`;
-      if (seen.has(key)) {
-        store.problems.push({ row, message: `${key} listed twice` });
+      if (rowsPerKey.get(key)! > 1) {
+        store.problems.push({ row, message: listedMoreThanOnce(key, rowsPerKey.get(key)!) });
         return;
       }
-      seen.add(key);
       const artifact: StoreArtifact = {
         type: data.type,
         slug: data.slug,

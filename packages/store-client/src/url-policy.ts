@@ -57,3 +57,19 @@ export function assertFetchable(
     });
   }
 }
+
+/**
+ * A document or hop read over https may not send the client on over plain http, not even to a
+ * loopback address (the https-or-loopback rule alone would let it): a remote store could
+ * otherwise make every client GET whatever listens on its own 127.0.0.1, and take the answer as
+ * the artifact. An `http:` start (itself loopback) may stay on plain http.
+ */
+export function assertNoDowngrade(from: URL, to: URL, what: string): void {
+  if (from.protocol !== 'https:' || to.protocol !== 'http:') return;
+  throw new StoreError(
+    'ERR_STORE_URL_INVALID',
+    `${what} ${to.origin} uses plain http, but ${from.origin} was reached over https; plain http is never reached from https (not even on loopback)`,
+    // No query in the subject: a redirect to object storage carries a signature there.
+    { subject: `${to.origin}${to.pathname}` },
+  );
+}

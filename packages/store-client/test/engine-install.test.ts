@@ -198,15 +198,19 @@ describe('engine artifacts', () => {
   });
 
   it('the archive must hold a Custom Engine V2 manifest whose id is the one asked for, and no pack.sig', async () => {
-    const cases: Array<[Parameters<typeof engineFolder>[0], string]> = [
+    const cases: Array<[Parameters<typeof engineFolder>[0], string, TarInput[]?]> = [
       [{ id: 'other' }, 'ERR_PACK_IDENTITY_MISMATCH'],
       [{ version: '2.0.0' }, 'ERR_PACK_IDENTITY_MISMATCH'],
       [{ extra: { 'engine.manifest.json': '{"version":1,"id":"echo"}' } }, 'ERR_ENGINE_INVALID'],
       [{ extra: { 'pack.sig': 'x' } }, 'ERR_ENGINE_INVALID'],
+      // A root pack.sig folder, with files or empty: what the engine verifier and
+      // `pack verify --installed` refuse (pack-signature's hasRootPackSignature).
+      [{ extra: { 'pack.sig/hook.mjs': 'x' } }, 'ERR_ENGINE_INVALID'],
+      [{}, 'ERR_ENGINE_INVALID', [{ name: `${TOP}/engines/echo/pack.sig/`, type: 'directory' }]],
     ];
-    for (const [options, code] of cases) {
+    for (const [options, code, entries] of cases) {
       const { files } = await engineFolder(options);
-      const { env } = await agentHippoStore(files);
+      const { env } = await agentHippoStore(files, entries);
       const store = await openStore({ env, cacheDir: false });
       const home = await tempDir();
       const error = await failure(

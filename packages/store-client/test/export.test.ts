@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { chmod, chown, cp, mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -13,6 +14,7 @@ import {
   installPack,
   isStoreError,
   openPackArchive,
+  pushPackFolder,
 } from '../src/index.js';
 import {
   listTree,
@@ -276,4 +278,32 @@ describe('installPack from a local archive (openPackArchive, issue 12.1)', () =>
     expect(['ERR_DOWNLOAD_INTEGRITY', 'ERR_DOWNLOAD_SIZE_MISMATCH']).toContain(error?.code);
     expect(await readdir(join(home, 'agents', 'demo'))).toEqual([]);
   });
+});
+
+describe('names no install accepts', () => {
+  // What `store build`, `pack export` and `store push` write must be what extraction accepts:
+  // these names build on Linux, and every install of the result was refused.
+  const CASES: Array<[string, Record<string, string>]> = [
+    ['a case twin (README.md beside readme.md)', { 'README.md': 'a', 'readme.md': 'b' }],
+    ['an NTFS stream name', { 'skills/a:b.md': 'x' }],
+    ['a Windows-reserved name', { 'hooks/CON.sh': 'x' }],
+    ['a name ending in a dot', { 'notes.': 'x' }],
+  ];
+  for (const [name, files] of CASES) {
+    it(`${name}: ERR_BUILD_UNSUPPORTED_ENTRY from export, build and push, nothing written`, async () => {
+      const root = await tempDir();
+      const dir = await writePack(join(root, 'packs', 'odd'), 'odd', '1.0.0', files);
+      const out = join(root, 'out');
+      const refusals = [
+        await failure(exportPack(dir, { out: join(out, 'odd.tgz') })),
+        await failure(buildStaticStore(join(root, 'packs'), { out })),
+        // Refused before any request: nothing listens on port 1.
+        await failure(
+          pushPackFolder(dir, 'oci://127.0.0.1:1/x', { plainHttp: true, credentials: false }),
+        ),
+      ];
+      expect(refusals.map((e) => e?.code)).toEqual(Array(3).fill('ERR_BUILD_UNSUPPORTED_ENTRY'));
+      expect(existsSync(out)).toBe(false);
+    });
+  }
 });

@@ -371,6 +371,16 @@ export const HOSTILE_CASES: HostileCase[] = [
     },
   },
   {
+    // 700 headers, each a file 30 folders deep that no header names: 21,700 things created.
+    name: 'folders only implied by file paths, past 20,000',
+    code: 'ERR_ARCHIVE_TOO_MANY_ENTRIES',
+    build: async () => {
+      const entries: TarInput[] = [];
+      for (let i = 0; i < 700; i++) entries.push({ name: `t${i}/${'d/'.repeat(29)}f` });
+      return gzipSync(await makeTar(entries), { level: 1 });
+    },
+  },
+  {
     name: 'gzip bomb',
     code: 'ERR_ARCHIVE_RATIO',
     build: raw(

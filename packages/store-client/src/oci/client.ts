@@ -1,7 +1,7 @@
 import { abortError, isStoreError, StoreError } from '../errors.js';
 import { readBounded, type FetchedResponse, type FetchLike } from '../http.js';
 import type { Env } from '../store.js';
-import { assertFetchable } from '../url-policy.js';
+import { assertFetchable, assertNoDowngrade } from '../url-policy.js';
 import { parseAuthChallenge, type AuthChallenge } from './challenge.js';
 import { readDockerCredentials, type RegistryCredentials } from './docker-config.js';
 import { ociError } from './errors.js';
@@ -319,15 +319,7 @@ export class RegistrySession {
       const next = new URL(location, current);
       // https anywhere; plain http only to loopback (a registry on https may not downgrade).
       assertFetchable(next, 'redirect', { allowFile: false });
-      if (next.protocol === 'http:' && current.protocol === 'https:') {
-        throw new StoreError(
-          'ERR_STORE_URL_INVALID',
-          `${current.origin} redirects from https to plain http (${next.origin})`,
-          {
-            subject: next.origin,
-          },
-        );
-      }
+      assertNoDowngrade(current, next, 'the redirect to');
       current = next;
     }
   }

@@ -35,7 +35,10 @@ export type OciErrorCode =
   | 'ERR_OCI_TAGS_INVALID'
   /** A manifest (or a token, tag list or error body) larger than its bound. */
   | 'ERR_OCI_RESPONSE_TOO_LARGE'
-  /** A manifest that is not a packwarden pack artifact (media type, artifactType, config, layers, annotations). */
+  /**
+   * A manifest that is not strict JSON (a member named twice) or not a packwarden pack artifact
+   * (media type, artifactType, config, layers, annotations).
+   */
   | 'ERR_OCI_MANIFEST_INVALID'
   /** Manifest bytes whose sha256 is not the digest asked for, or not the `Docker-Content-Digest`. */
   | 'ERR_OCI_MANIFEST_DIGEST_MISMATCH'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isSemver } from '@packwarden/pack-manifest';
+import { isSemver, parseStrictJson } from '@packwarden/pack-manifest';
 import { isSlug } from '../refs.js';
 import { ociError } from './errors.js';
 import type { OciLimits } from './limits.js';
@@ -145,9 +145,19 @@ export function parsePackManifest(bytes: Uint8Array, limits: OciLimits): PackMan
   };
   let value: unknown;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    // The project's strict parser, as for store indexes: the lock pins these bytes by digest, so
+    // a member named twice (a layer `digest`, the pack digest annotation) must not name one blob
+    // to this reader and another to the next (JSON.parse keeps the last one).
+    value = parseStrictJson(new TextDecoder('utf-8', { fatal: true }).decode(bytes), {
+      maxBytes: Math.max(limits.maxManifestBytes, bytes.length),
+      what: 'the manifest',
+    });
   } catch (cause) {
-    throw ociError('ERR_OCI_MANIFEST_INVALID', 'the manifest is not UTF-8 JSON', { cause });
+    throw ociError(
+      'ERR_OCI_MANIFEST_INVALID',
+      `the manifest is not strict UTF-8 JSON: ${(cause as Error).message}`,
+      { cause },
+    );
   }
   if (!isRecord(value)) return bad('the manifest is not a JSON object');
   if (value.schemaVersion !== 2) return bad('schemaVersion is not 2');
