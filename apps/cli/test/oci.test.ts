@@ -237,6 +237,63 @@ describe('lockfile: --lock records, --frozen refuses what changed', () => {
     expect(readFileSync(lockFile, 'utf8')).toContain(entry.resolved);
   }, 60_000);
 
+  test('a lock entry edited to pin another artifact of its repository: frozen install refused, nothing installed', async () => {
+    const env = { HOME: '/nonexistent-home', DOCKER_CONFIG: tempDir(), PACKWARDEN_HOME: tempDir() };
+    const repo = `oci://${registry.host}/packs/swap`;
+    const other = copyOfExample();
+    const manifest = join(other, 'agent.yaml');
+    writeFileSync(
+      manifest,
+      readFileSync(manifest, 'utf8')
+        .replace('name: hello-pack', 'name: other-pack')
+        .replace('version: 0.1.0', 'version: 9.9.9'),
+    );
+    expect((await cli(['store', 'push', other, repo, '--plain-http'], { env })).code).toBe(0);
+    const recorded = join(tempDir(), 'recorded.lock');
+    const pulled = await cli(
+      ['store', 'install', `${repo}:9.9.9`, '--plain-http', '--lock', recorded],
+      {
+        env,
+      },
+    );
+    expect(pulled.code, pulled.stderr).toBe(0);
+    const otherEntry = (
+      JSON.parse(readFileSync(recorded, 'utf8')) as { packs: Record<string, object> }
+    ).packs['pack/other-pack']!;
+
+    // The pull request's lock: hello-pack at a version the repository has no tag for (so no
+    // moved-tag check applies), with every recorded value taken from other-pack.
+    const lockFile = join(tempDir(), 'packwarden.lock');
+    const forged = (entry: object) =>
+      writeFileSync(
+        lockFile,
+        JSON.stringify({
+          lockfileVersion: 1,
+          packs: { 'pack/hello-pack': { ...entry, version: '7.7.7' } },
+        }),
+      );
+    forged(otherEntry);
+    const home = tempDir();
+    const frozen = await cli(
+      ['store', 'install', '--frozen', '--lock', lockFile, '--plain-http', '--json'],
+      { env: { ...env, PACKWARDEN_HOME: home } },
+    );
+    expect(frozen.code).toBe(1);
+    expect(frozen.stdout + frozen.stderr).toContain('ERR_LOCK_MISMATCH');
+    expect(frozen.stdout + frozen.stderr).toContain('other-pack');
+    expect(readdirSync(home)).toEqual([]);
+
+    // A resolved manifest in another repository than the entry's source is no lock entry at all.
+    forged({ ...otherEntry, source: `oci://${registry.host}/packs/elsewhere` });
+    const crossed = await cli(
+      ['store', 'install', '--frozen', '--lock', lockFile, '--plain-http', '--json'],
+      { env: { ...env, PACKWARDEN_HOME: home } },
+    );
+    expect(crossed.code).not.toBe(0);
+    expect(crossed.stdout + crossed.stderr).toContain('ERR_LOCKFILE_INVALID');
+    expect(readdirSync(home)).toEqual([]);
+  }, 60_000);
+
   test('a static store re-publishing a version: frozen install refused, installed pack unchanged', async () => {
     const env = { HOME: '/nonexistent-home', PACKWARDEN_HOME: tempDir() };
     const packs = tempDir();

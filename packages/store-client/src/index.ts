@@ -36,5 +36,5 @@ export {
   readLockfile,
   writeLockfile,
 } from './lockfile.js';
-export type { LockEntry, Lockfile } from './lockfile.js';
+export type { LockEntry, Lockfile, LockObservation } from './lockfile.js';
 export { STORE_CLIENT_ENV_VARIABLES } from './env-vars.js';

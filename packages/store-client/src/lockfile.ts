@@ -86,6 +86,23 @@ export function parseLockfile(text: string, file = 'lockfile'): Lockfile {
     }
     if (raw.signer !== null && (typeof raw.signer !== 'string' || raw.signer.length > 256))
       throw invalid(file, `entry ${key}: signer must be a key id or null`);
+    // An OCI entry's manifest lives in its own repository (what an install records): a `resolved`
+    // in another repository would install another artifact under this entry's name.
+    const source = raw.source as string;
+    const resolved = raw.resolved as string;
+    const pinned = `${source}@sha256:`;
+    if (
+      (source.startsWith('oci://') || resolved.startsWith('oci://')) &&
+      !(
+        source.startsWith('oci://') &&
+        resolved.startsWith(pinned) &&
+        HEX64.test(resolved.slice(pinned.length))
+      )
+    )
+      throw invalid(
+        file,
+        `entry ${key}: an OCI entry's resolved must be its source followed by @sha256:<64 hex>`,
+      );
     packs[key] = normalizeEntry(raw as unknown as LockEntry);
   }
   return { lockfileVersion: 1, packs };
@@ -156,15 +173,34 @@ export async function writeLockfile(file: string, lock: Lockfile): Promise<void>
 }
 
 /**
+ * What a source offers now for a lock entry: its bytes and digests, and, where the artifact names
+ * itself (an OCI manifest's annotations), the pack and version it is.
+ */
+export type LockObservation = Partial<
+  Pick<LockEntry, 'resolved' | 'archiveSha256' | 'packDigest' | 'version'>
+> & { name?: string };
+
+/**
  * A frozen install's check, before anything is installed: what the source offers now must be
  * what the lock recorded. Throws `ERR_LOCK_MISMATCH` naming the entry, the field, and the old
  * and new values.
  */
-export function assertLockEntryMatches(
-  key: string,
-  locked: LockEntry,
-  now: Partial<Pick<LockEntry, 'resolved' | 'archiveSha256' | 'packDigest'>>,
-): void {
+export function assertLockEntryMatches(key: string, locked: LockEntry, now: LockObservation): void {
+  const slug = key.slice(key.indexOf('/') + 1);
+  if (now.name !== undefined && now.name !== slug) {
+    throw new StoreError(
+      'ERR_LOCK_MISMATCH',
+      `${key}@${locked.version}: the artifact it resolves to is ${now.name}, not ${slug}; nothing was installed`,
+      { subject: key },
+    );
+  }
+  if (now.version !== undefined && now.version !== locked.version) {
+    throw new StoreError(
+      'ERR_LOCK_MISMATCH',
+      `${key}@${locked.version}: the artifact it resolves to is version ${now.version}; nothing was installed`,
+      { subject: key },
+    );
+  }
   for (const field of ['resolved', 'archiveSha256', 'packDigest'] as const) {
     const value = now[field];
     if (value !== undefined && value !== locked[field]) {

@@ -89,6 +89,21 @@ describe('lockfile', () => {
       { lockfileVersion: 1, packs: { 'pack/hello': { ...entry, packDigest: 'zz' } } },
       { lockfileVersion: 1, packs: { 'pack/hello': { ...entry, signer: 5 } } },
       { lockfileVersion: 1, packs: { 'pack/hello': { ...entry, more: 1 } } },
+      // An OCI entry's manifest in another repository, or no digest-pinned manifest at all.
+      ...[
+        `oci://127.0.0.1:5000/packs/other@sha256:${'1'.repeat(64)}`,
+        `oci://127.0.0.1:5000/packs/hello-x@sha256:${'1'.repeat(64)}`,
+        `oci://127.0.0.1:5000/packs/hello:1.0.0`,
+        `oci://127.0.0.1:5000/packs/hello@sha256:${'1'.repeat(63)}`,
+        `https://127.0.0.1:5000/packs/hello@sha256:${'1'.repeat(64)}`,
+      ].map((resolved) => ({
+        lockfileVersion: 1,
+        packs: { 'pack/hello': { ...entry, resolved } },
+      })),
+      {
+        lockfileVersion: 1,
+        packs: { 'pack/hello': { ...entry, source: 'https://example.com/index.json' } },
+      },
     ];
     for (const document of bad)
       expect(code(() => parseLockfile(JSON.stringify(document)))).toBe('ERR_LOCKFILE_INVALID');
@@ -151,5 +166,17 @@ describe('lockfile', () => {
     expect(error.message).toContain('pack/hello@1.0.0');
     expect(error.message).toContain('4'.repeat(64));
     expect(error.message).toContain('3'.repeat(64));
+  });
+
+  test('an artifact that is another pack or another version is ERR_LOCK_MISMATCH', () => {
+    expect(() =>
+      assertLockEntryMatches('pack/hello', entry, { name: 'hello', version: '1.0.0' }),
+    ).not.toThrow();
+    expect(code(() => assertLockEntryMatches('pack/hello', entry, { name: 'other' }))).toBe(
+      'ERR_LOCK_MISMATCH',
+    );
+    expect(code(() => assertLockEntryMatches('pack/hello', entry, { version: '9.9.9' }))).toBe(
+      'ERR_LOCK_MISMATCH',
+    );
   });
 });

@@ -11,6 +11,7 @@ import {
   type ArtifactRef,
   type InstallResult,
   type LockEntry,
+  type LockObservation,
   type Store,
 } from '@packwarden/store-client';
 import { CliError, EXIT } from '../../errors.js';
@@ -22,7 +23,7 @@ import { installFromOci, isOciArgument } from './oci.js';
 import { isArchiveFileArgument, openStoreAt } from './source.js';
 
 /** What a source offers now, compared with a lock entry before installing. */
-type Observed = Partial<Pick<LockEntry, 'archiveSha256' | 'packDigest' | 'resolved'>>;
+type Observed = LockObservation;
 
 export interface LockFlags extends InstallFlags {
   lock?: string;
@@ -97,6 +98,8 @@ async function installFromOciLocked(
       resolved: pulled.reference,
       archiveSha256: pulled.layer.digest.replace(/^sha256:/, ''),
       packDigest: pulled.meta.digest,
+      name: pulled.meta.name,
+      version: pulled.meta.version,
     }),
   );
   const entry: LockEntry = {
@@ -185,10 +188,14 @@ export async function lockedInstall(
             }
             if (current) check({ resolved: current.reference });
             const pinned = await resolvePackArtifact(locked.resolved, ociOptions);
+            // The pinned manifest must be this entry's pack at this version, not another
+            // artifact whose digests the lock was edited to match.
             check({
               resolved: pinned.reference,
               archiveSha256: pinned.layer.digest.replace(/^sha256:/, ''),
               packDigest: pinned.meta.digest,
+              name: pinned.meta.name,
+              version: pinned.meta.version,
             });
           } else installed.push(await installFromOciLocked(io, locked.resolved, flags, to, check));
         } else {
