@@ -259,6 +259,7 @@ export async function createClaudeEngine(options: CreateClaudeEngineOptions): Pr
                   args: spawnOptions.args,
                   cwd: spawnOptions.cwd ?? runtime.workspaceRoot,
                   env: childEnv,
+                  fileAccess,
                 });
                 return spawn(command.file, [...command.args], {
                   cwd: command.cwd,

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { EngineEmitter } from '@packwarden/runner-host';
 import { sdkCodexPath, writeCodexLauncher } from './codex-launcher.js';
 import { refusedCalls } from './codex-rollout.js';
@@ -93,6 +92,15 @@ export interface CreateCodexEngineOptions extends SdkEngineOptions<CodexSdk> {
    * `workspace-write` or `full` turn runs codex without it and the walls are the boundary.
    */
   confinedWrites?: boolean;
+  /**
+   * Where the per-turn launcher that starts codex through `wrap` is written: a host folder
+   * confined code can neither see nor write (the sandbox passes its confinement's
+   * `privateDir`). The host executes that file, so in a folder the walls make writable (the
+   * engine state) a confined process of another session could rewrite it between its creation
+   * and its use, and run code outside the walls. Default: a new private folder under
+   * `os.tmpdir()` per turn (pass this option when the walls show `os.tmpdir()`).
+   */
+  launcherDir?: string;
 }
 
 const importCodexSdk = async (): Promise<CodexSdk> =>
@@ -311,7 +319,8 @@ export async function createCodexEngine(options: CreateCodexEngineOptions): Prom
             pathDirs: resolved.pathDirs,
             cwd: runtime.workspaceRoot,
             env,
-            dir: join(runtime.stateDir, 'codex-launch'),
+            fileAccess,
+            ...(options.launcherDir !== undefined ? { dir: options.launcherDir } : {}),
           });
         } catch (error) {
           await route.close();

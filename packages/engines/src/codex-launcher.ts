@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { CommandWrapper } from './command-wrapper.js';
+import type { TurnFileAccess } from './permissions.js';
 
 /** Stands for the SDK's own arguments in the command handed to the wrapper. */
 const ARGS_MARK = '\u0000packwarden-codex-args\u0000';
@@ -26,10 +28,15 @@ export function sdkCodexPath(
 /**
  * The Codex SDK spawns its CLI itself and has no spawn hook, so confinement reaches it through a
  * launcher (engines README, "Confinement of the CLIs"): the wrapper rewrites `codex <mark>` once
- * per turn, and a shell script (mode 0700, in the state dir, removed after the turn) runs that
- * command with the SDK's arguments in place of the mark. The environment stays the SDK's (the
- * wrapped one, which the engine hands the SDK). No secret goes into the script: only the
- * wrapper's program, arguments and working directory.
+ * per turn, and a shell script (mode 0700, removed after the turn) runs that command with the
+ * SDK's arguments in place of the mark. The environment stays the SDK's (the wrapped one, which
+ * the engine hands the SDK). No secret goes into the script: only the wrapper's program,
+ * arguments and working directory.
+ *
+ * The host runs that script outside the walls, so it must live where confined code cannot
+ * reach: `dir` is a folder the walls do not show (the sandbox's confinement `privateDir`);
+ * without one, a new private folder under `os.tmpdir()`, removed with the script. Never the
+ * engine state folder, which the walls make writable.
  */
 export async function writeCodexLauncher(options: {
   wrap: CommandWrapper;
@@ -37,7 +44,9 @@ export async function writeCodexLauncher(options: {
   pathDirs: readonly string[];
   cwd: string;
   env: Record<string, string>;
-  dir: string;
+  /** The turn's file access: the walls are never wider (`WrappableCommand.fileAccess`). */
+  fileAccess?: TurnFileAccess;
+  dir?: string;
 }): Promise<{ path: string; env: Record<string, string>; remove: () => Promise<void> }> {
   const env = { ...options.env };
   // The SDK puts its bundled tools (rg) first on PATH only when it starts codex itself.
@@ -50,6 +59,7 @@ export async function writeCodexLauncher(options: {
     args: [ARGS_MARK],
     cwd: options.cwd,
     env,
+    ...(options.fileAccess !== undefined ? { fileAccess: options.fileAccess } : {}),
   });
   const marks = wrapped.args.filter((arg) => arg === ARGS_MARK).length;
   if (marks !== 1 || wrapped.file.includes(ARGS_MARK)) {
@@ -58,12 +68,19 @@ export async function writeCodexLauncher(options: {
   const words = [wrapped.file, ...wrapped.args].map((word) =>
     word === ARGS_MARK ? '"$@"' : shellQuote(word),
   );
-  await mkdir(options.dir, { recursive: true, mode: 0o700 });
-  const path = join(options.dir, `codex-${randomBytes(8).toString('hex')}.sh`);
+  let dir = options.dir;
+  let owned: string | undefined;
+  if (dir === undefined) dir = owned = await mkdtemp(join(tmpdir(), 'pw-codex-'));
+  else await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, `codex-${randomBytes(8).toString('hex')}.sh`);
   await writeFile(
     path,
     `#!/bin/sh\ncd ${shellQuote(wrapped.cwd)} || exit 126\nexec ${words.join(' ')}\n`,
     { mode: 0o700, flag: 'wx' },
   );
-  return { path, env: wrapped.env, remove: () => rm(path, { force: true }) };
+  return {
+    path,
+    env: wrapped.env,
+    remove: () => rm(owned ?? path, { recursive: owned !== undefined, force: true }),
+  };
 }

@@ -1,3 +1,5 @@
+import type { TurnFileAccess } from './permissions.js';
+
 /**
  * The seam through which confinement reaches every child process an engine starts (exec
  * commands, the out-of-process host of custom engines, vendor CLIs): the sandbox passes a
@@ -13,6 +15,12 @@ export interface WrappableCommand {
   cwd: string;
   /** The complete environment of the child; nothing else is inherited. */
   env: Record<string, string>;
+  /**
+   * The file access of the turn the command serves (after the run frame narrowed the pack's
+   * declaration). A wrapper may only narrow its own walls by it: the workspace stays read-only
+   * for anything but `workspace-write` and `full`. Absent: the wrapper's own policy.
+   */
+  fileAccess?: TurnFileAccess;
 }
 
 export type CommandWrapper = (command: WrappableCommand) => WrappableCommand;

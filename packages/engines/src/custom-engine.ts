@@ -14,7 +14,7 @@ import { EngineError } from './errors.js';
 import { resolveMcpServers } from './mcp-servers.js';
 import { EMPTY_PACK_CONTENT, readPackContent, type PackContent } from './pack-content.js';
 import type { PackEngine, PackIdentity } from './pack-engine.js';
-import { effectiveFileAccess } from './permissions.js';
+import { effectiveFileAccess, type TurnFileAccess } from './permissions.js';
 import type { EngineRuntime } from './runtime.js';
 import { UnsafePathError, ensureDirNoFollow } from './safe-fs.js';
 import { syncWorkspace, type SyncedPaths } from './workspace-sync.js';
@@ -203,11 +203,18 @@ export async function loadCustomEngine(
   }
 
   let current:
-    | { process: EngineProcess; workspaceRoot: string; stateDir: string; routing?: string }
+    | {
+        process: EngineProcess;
+        workspaceRoot: string;
+        stateDir: string;
+        fileAccess: TurnFileAccess;
+        routing?: string;
+      }
     | undefined;
 
-  async function start(runtime: EngineRuntime): Promise<EngineProcess> {
+  async function start(runtime: EngineRuntime, fileAccess: TurnFileAccess): Promise<EngineProcess> {
     return EngineProcess.start({
+      fileAccess,
       entryPath,
       ...(manifest.engineExport !== undefined && manifest.engineExport !== 'default'
         ? { exportName: manifest.engineExport }
@@ -231,21 +238,28 @@ export async function loadCustomEngine(
 
   // Turns may arrive together (socket mode): one start at a time, so no process is orphaned.
   let starting: Promise<unknown> = Promise.resolve();
-  function processFor(runtime: EngineRuntime): Promise<NonNullable<typeof current>> {
+  // The process's walls follow the file access of the turns it serves (never wider than the
+  // turn's): a turn with another file access gets a process of its own.
+  function processFor(
+    runtime: EngineRuntime,
+    fileAccess: TurnFileAccess,
+  ): Promise<NonNullable<typeof current>> {
     const next = starting.then(async () => {
       if (
         current !== undefined &&
         current.process.alive &&
         !current.process.invalidated &&
         current.workspaceRoot === runtime.workspaceRoot &&
-        current.stateDir === runtime.stateDir
+        current.stateDir === runtime.stateDir &&
+        current.fileAccess === fileAccess
       )
         return current;
       retire();
       current = {
-        process: await start(runtime),
+        process: await start(runtime, fileAccess),
         workspaceRoot: runtime.workspaceRoot,
         stateDir: runtime.stateDir,
+        fileAccess,
       };
       return current;
     });
@@ -255,7 +269,7 @@ export async function loadCustomEngine(
 
   if (options.runtime !== undefined) {
     try {
-      await processFor(options.runtime);
+      await processFor(options.runtime, effectiveFileAccess(undefined, pack.fileAccess));
     } catch (error) {
       if (error instanceof EngineProcessError) throw loadError(error, manifest.id);
       throw error;
@@ -340,7 +354,10 @@ export async function loadCustomEngine(
       }
       let engine: NonNullable<typeof current>;
       try {
-        engine = await processFor(runtime);
+        engine = await processFor(
+          runtime,
+          effectiveFileAccess(runOptions.permissions?.fileAccess, pack.fileAccess),
+        );
         const key = routingKey(runOptions);
         if (engine.routing !== key) {
           await engine.process.construct(

@@ -8,6 +8,7 @@ import {
   type EmitPayload,
 } from './engine-child-protocol.js';
 import { ENGINE_CHILD_SOURCE, RESOLVE_HOOKS_SOURCE } from './engine-child-source.js';
+import type { TurnFileAccess } from './permissions.js';
 
 /** Why an engine process could not do what it was asked. */
 export type EngineProcessFailure =
@@ -33,6 +34,8 @@ export interface EngineProcessOptions {
   roots: readonly string[];
   cwd: string;
   env: Record<string, string>;
+  /** The file access of the turns this process serves: its walls are never wider. */
+  fileAccess?: TurnFileAccess;
   wrap?: CommandWrapper;
   startTimeoutMs: number;
   /** The engine's console output, one line at a time (the caller scrubs and routes it). */
@@ -119,6 +122,7 @@ export class EngineProcess {
       args: ['--input-type=module', '-e', ENGINE_CHILD_SOURCE],
       cwd: options.cwd,
       env: options.env,
+      ...(options.fileAccess !== undefined ? { fileAccess: options.fileAccess } : {}),
     };
     const wrapped = options.wrap !== undefined ? options.wrap(command) : command;
     this.#child = spawn(wrapped.file, [...wrapped.args], {

@@ -173,11 +173,18 @@ export function createExecEngine(
       let child: Child;
       try {
         // Every child goes through the wrapper (confinement), never around it.
+        // The walls of this turn are never wider than its file access: a run frame that narrows
+        // the pack's declaration narrows them too (the command is pack code: it need not obey
+        // PACKWARDEN_FILE_ACCESS).
         const command = (options.wrap ?? ((given: WrappableCommand) => given))({
           file: spec.program,
           args: spec.args,
           cwd: runtime.workspaceRoot,
           env: turnEnvironment(spec, options.packDir, options, runOptions, runtime.workspaceRoot),
+          fileAccess: effectiveFileAccess(
+            runOptions.permissions?.fileAccess,
+            options.pack.fileAccess,
+          ),
         });
         child = spawn(command.file, [...command.args], {
           cwd: command.cwd,

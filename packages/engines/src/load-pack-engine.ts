@@ -38,7 +38,7 @@ export interface LoadPackEngineOptions {
   /** Options of the built-in `codex` engine (its SDK is imported only when a pack uses it). */
   codex?: Pick<
     CreateCodexEngineOptions,
-    'executablePath' | 'loadSdk' | 'confinedWrites' | 'onModelOrigin'
+    'executablePath' | 'loadSdk' | 'confinedWrites' | 'onModelOrigin' | 'launcherDir'
   >;
   /**
    * Decides whether engine code from `source` may load, before anything of it is read; throw to
@@ -182,7 +182,11 @@ async function loadBuiltInEngine(
       return createClaudeEngine(engineOptions as CreateClaudeEngineOptions);
     }
     const { createCodexEngine } = await import('./codex-engine.js');
-    return createCodexEngine(engineOptions as CreateCodexEngineOptions);
+    const launcherDir = options.codex?.launcherDir;
+    return createCodexEngine({
+      ...(engineOptions as CreateCodexEngineOptions),
+      ...(launcherDir !== undefined ? { launcherDir } : {}),
+    });
   }
   throw new EngineError('ERR_ENGINE_NOT_FOUND', `no built-in engine ${JSON.stringify(id)}`);
 }

@@ -165,6 +165,11 @@ function gatewayEngineOptions(
     [engine]: {
       confinedWrites: writesWalled,
       ...(wrapped ? { onModelOrigin: (origin: string) => confinement.admitOrigin(origin) } : {}),
+      // codex starts through a launcher script the host runs: written where no confined
+      // command can rewrite it (never the engine state folder, which the walls make writable).
+      ...(engine === 'codex' && wrapped && confinement.privateDir !== undefined
+        ? { launcherDir: confinement.privateDir }
+        : {}),
     },
   };
 }

@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { dirname, join, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /**
  * What of the host a sandbox sees (docs/sandbox.md, "Confinement"): the system directories
@@ -56,11 +56,51 @@ export function discoverSystemMounts(nodeBinary: string): SystemMount[] {
       mounts.push({ kind: 'symlink', path, target: readlinkSync(path) });
     else mounts.push({ kind: 'ro-bind', path });
   }
-  // A node outside the system dirs (nvm, a tarball in /opt) is bound read-only with its
-  // installation prefix (`<prefix>/bin/node`), and nothing else of its neighbourhood.
   const covered = SYSTEM_DIRS.some((dir) => nodeBinary.startsWith(dir + sep));
-  if (!covered) mounts.push({ kind: 'ro-bind', path: dirname(dirname(nodeBinary)) });
+  if (!covered) mounts.push(...nodeInstallationMounts(nodeBinary));
   return mounts;
+}
+
+/**
+ * A node outside the system dirs (nvm, volta, a tarball in /opt or `~/.local`, a lone binary in
+ * `~/bin`): the binary itself and, for an installation laid out as `<prefix>/bin/node`, its
+ * global packages (`<prefix>/lib/node_modules`: npm, corepack) with the links to them in
+ * `<prefix>/bin`, all read-only, and nothing else of the prefix: the prefix itself may be a
+ * folder full of the user's own files (`~/.local`, or the home folder for `~/bin/node`).
+ */
+function nodeInstallationMounts(nodeBinary: string): SystemMount[] {
+  const mounts: SystemMount[] = [{ kind: 'ro-bind', path: nodeBinary }];
+  const bin = dirname(nodeBinary);
+  const modules = join(dirname(bin), 'lib', 'node_modules');
+  if (basename(bin) !== 'bin' || !isFolder(modules)) return mounts;
+  mounts.push({ kind: 'ro-bind', path: modules });
+  let names: string[];
+  try {
+    names = readdirSync(bin);
+  } catch {
+    return mounts;
+  }
+  for (const name of names.slice(0, 256)) {
+    const path = join(bin, name);
+    try {
+      if (!lstatSync(path).isSymbolicLink()) continue;
+      const target = readlinkSync(path);
+      const rel = relative(modules, resolve(bin, target));
+      if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
+        mounts.push({ kind: 'symlink', path, target });
+    } catch {
+      // Gone meanwhile: nothing to show.
+    }
+  }
+  return mounts;
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 export interface SandboxArgsInput {

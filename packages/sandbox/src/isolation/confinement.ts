@@ -6,6 +6,7 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  rmdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -18,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WrappableCommand } from '@packwarden/engines';
 import { SandboxError } from '../errors.js';
+import { isWithin } from '../pack-copy.js';
 import { buildSandboxArgs, findSockets, SANDBOX_ENV_DIR } from './bwrap-args.js';
 import {
   environmentScript,
@@ -107,6 +109,34 @@ async function resolvePolicy(
   };
 }
 
+/**
+ * The runtime folder holds what the walls stand on: each command's one-use environment file
+ * (its model token, its turnEnv), the proxy socket, and the private folder of host-run helpers
+ * (the codex launcher). Inside a folder the walls show (a workspace that holds the state
+ * folder, `--workspace .` over `--state-dir ./state`), confined code could read another
+ * command's secrets, or rename the folders on the way and have the host write, and run, what it
+ * planted. Refused, whatever the folder's mode.
+ */
+function assertRuntimeOutOfSight(policy: ResolvedPolicy, runtimeParent: string): void {
+  let parent = runtimeParent;
+  try {
+    parent = realpathSync(runtimeParent);
+  } catch {
+    // Not there yet: creating the runtime folder fails with its own error.
+  }
+  const visible: [string, string][] = [
+    ['the workspace', policy.workspace],
+    ['the engine state folder', policy.engineStateDir],
+    ['the pack folder', policy.packDir],
+    ...policy.readOnlyPaths.map((path): [string, string] => ['the read-only path', path]),
+  ];
+  for (const [label, folder] of visible)
+    if (isWithin(parent, folder))
+      throw policyError(
+        `${label} ${folder} holds the confinement's runtime folder (under ${parent}), which confined code must never see: keep the state folder outside the workspace and the pack`,
+      );
+}
+
 function statuses(outcome: ProbeOutcome): GuaranteeStatus[] {
   if (outcome.level === 'none')
     return GUARANTEE_IDS.map((id) => ({ id, status: 'unavailable', reason: outcome.reason }));
@@ -117,6 +147,34 @@ function statuses(outcome: ProbeOutcome): GuaranteeStatus[] {
         ? { id, status: 'enforced', by: 'bubblewrap + host proxy' }
         : { id, status: 'unavailable', reason: outcome.networkReason },
   );
+}
+
+/** Whether a command of a turn with this file access may write the workspace (policy allowing). */
+function writesWorkspace(fileAccess: WrappableCommand['fileAccess']): boolean {
+  return fileAccess === undefined || fileAccess === 'workspace-write' || fileAccess === 'full';
+}
+
+/** The one-use environment file in each command's own folder (`/run/packwarden-env/env.sh`). */
+const ENV_FILE = 'env.sh';
+
+/**
+ * Removes the environment folders whose file the launcher already used (empty ones): a folder
+ * still holding its file belongs to a command that has not started yet. Bounded per call.
+ */
+function sweepUsedEnvFolders(envDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(envDir);
+  } catch {
+    return;
+  }
+  for (const name of names.slice(0, 1024)) {
+    try {
+      rmdirSync(join(envDir, name));
+    } catch {
+      // Not empty (not used yet) or already gone.
+    }
+  }
 }
 
 function offConfinement(mode: 'off' | 'auto', guarantees: GuaranteeStatus[]): Confinement {
@@ -209,6 +267,7 @@ export async function createConfinement(
         `${missing[0]!.reason}`,
     );
   if (outcome.level === 'none') return offConfinement('auto', guarantees);
+  assertRuntimeOutOfSight(resolved, options.runtimeParent ?? tmpdir());
   return startConfinement(mode, resolved, outcome, guarantees, options);
 }
 
@@ -231,6 +290,7 @@ async function startConfinement(
   }
   const envDir = join(runtimeDir, 'env');
   const hostRuntime = join(runtimeDir, 'run');
+  const privateDir = join(runtimeDir, 'private');
   let proxy: HostProxy | undefined;
   let modelOrigin: AllowedOrigin | undefined;
   // Origins admitted for a while (a turn's model gateway), counted: each admission has its release.
@@ -243,6 +303,7 @@ async function startConfinement(
   try {
     mkdirSync(envDir, { mode: 0o700 });
     mkdirSync(hostRuntime, { mode: 0o700 });
+    mkdirSync(privateDir, { mode: 0o700 });
     writeFileSync(join(hostRuntime, 'relay.mjs'), RELAY_SOURCE, { mode: 0o400 });
     writeFileSync(join(hostRuntime, 'relay.pl'), RELAY_PERL_SOURCE, { mode: 0o400 });
     if (outcome.level === 'full')
@@ -274,14 +335,22 @@ async function startConfinement(
       throw policyError(
         `the environment variable name ${JSON.stringify(script.badName)} cannot be passed`,
       );
-    const envName = `${randomUUID()}.sh`;
+    // Each command sees only its own one-use environment file, in a folder of its own: in a
+    // folder shared by every sandbox of this confinement, a confined process (another session's)
+    // could read another command's variables (its model token, turnEnv) or rewrite them before
+    // the launcher sources them. Folders whose file was used are removed as new ones are made.
+    sweepUsedEnvFolders(envDir);
+    const commandEnvDir = join(envDir, randomUUID());
     // Synchronous because the wrapper is: the file exists before the command can start.
-    writeFileSync(join(envDir, envName), script, { mode: 0o600, flag: 'wx' });
+    mkdirSync(commandEnvDir, { mode: 0o700 });
+    writeFileSync(join(commandEnvDir, ENV_FILE), script, { mode: 0o600, flag: 'wx' });
     const args = buildSandboxArgs({
       systemMounts: outcome.systemMounts,
       packDir: policy.packDir,
       workspace: policy.workspace,
-      workspaceWritable: policy.workspaceWritable,
+      // A command's turn may narrow the walls (a read-only turn of a workspace-write pack), never
+      // widen them.
+      workspaceWritable: policy.workspaceWritable && writesWorkspace(command.fileAccess),
       engineStateDir: policy.engineStateDir,
       readOnlyPaths: policy.readOnlyPaths,
       // The small folders first: the walk has a budget, and the workspace can be large.
@@ -292,7 +361,7 @@ async function startConfinement(
         policy.workspace,
       ]),
       runtimeDir: hostRuntime,
-      envDir,
+      envDir: commandEnvDir,
       cwd: command.cwd,
     });
     return {
@@ -304,7 +373,7 @@ async function startConfinement(
         '-c',
         LAUNCH_SCRIPT,
         'packwarden-launch',
-        `${SANDBOX_ENV_DIR}/${envName}`,
+        `${SANDBOX_ENV_DIR}/${ENV_FILE}`,
         relay,
         proxy ? String(RELAY_PORT) : '0',
         command.file,
@@ -327,6 +396,7 @@ async function startConfinement(
   return {
     mode,
     guarantees,
+    privateDir,
     wrap,
     proxyEvents: proxy ? proxy.events : [],
     allowModelOrigin(origin: string) {

@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { chmodSync } from 'node:fs';
 import { connect as connectTcp, createServer, isIP, type Server, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { ISOLATION_LIMITS } from './limits.js';
 import {
   formatTarget,
@@ -72,10 +73,27 @@ function isLocalAddress(address: string): boolean {
 }
 
 /**
+ * Whether `address` is one of this host's own (any interface: its LAN address, a container
+ * bridge such as docker0's 172.17.0.1). A service listening on all interfaces answers there as
+ * it does on loopback, so a name resolving to one is as local as one resolving to 127.0.0.1.
+ */
+function isOwnAddress(address: string): boolean {
+  const a = address.toLowerCase();
+  const v4 = a.startsWith('::ffff:') && a.includes('.') ? a.slice('::ffff:'.length) : a;
+  for (const entries of Object.values(networkInterfaces()))
+    for (const entry of entries ?? []) {
+      const own = entry.address.toLowerCase().replace(/%.*$/, '');
+      if (own === a || own === v4) return true;
+    }
+  return false;
+}
+
+/**
  * The address to dial. A name is resolved once here and that address is dialled, so the name
  * cannot resolve differently between the check and the connect; a name that resolves to the
- * host's own loopback is refused (an allowed public name must not become a door to local
- * services). An IP literal or `localhost` in the allow list means the operator chose it.
+ * host's own loopback, or to any other address of the host's own interfaces, is refused (an
+ * allowed public name must not become a door to local services). An IP literal or `localhost`
+ * in the allow list means the operator chose it.
  */
 async function resolveTarget(
   host: string,
@@ -92,7 +110,7 @@ async function resolveTarget(
   }
   const first = results[0];
   if (!first) return { refused: `cannot resolve ${host}` };
-  if (results.some((r) => isLocalAddress(r.address)))
+  if (results.some((r) => isLocalAddress(r.address) || isOwnAddress(r.address)))
     return { refused: `${host} resolves to a local address` };
   return { address: first.address };
 }

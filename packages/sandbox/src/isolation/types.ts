@@ -37,7 +37,17 @@ export interface Confinement {
   readonly mode: IsolationMode;
   /** What is enforced and what is not, for the caller's one warning. */
   readonly guarantees: readonly GuaranteeStatus[];
-  /** Rewrites every engine child into its confined form. Throws `ERR_ISOLATION_CLOSED` after `close()`. */
+  /**
+   * A host folder no confined command sees or writes (inside the confinement's runtime folder,
+   * removed by `close()`): where host-side helpers that start confined commands are written
+   * (the codex engine's launcher, `launcherDir`). Absent when nothing is confined.
+   */
+  readonly privateDir?: string;
+  /**
+   * Rewrites every engine child into its confined form; a command's `fileAccess` can only make
+   * the workspace read-only, never writable beyond the policy. Throws `ERR_ISOLATION_CLOSED`
+   * after `close()`.
+   */
   readonly wrap: CommandWrapper;
   /** The host proxy's recent decisions (host-side evidence; empty without a proxy). */
   readonly proxyEvents: readonly ProxyEvent[];

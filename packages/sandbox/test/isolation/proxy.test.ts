@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseAllowedOrigin, type AllowedOrigin } from '../../src/isolation/origins.js';
@@ -167,6 +167,33 @@ describe('host proxy', () => {
     expect(answer).toContain('resolves to a local address');
     expect(connections).toBe(0);
     await new Promise((resolve) => tcp.close(resolve));
+  });
+
+  it("refuses an allowed name that resolves to one of the host's own non-loopback addresses", async () => {
+    // A service listening on all interfaces (a dev server, docker0's side of a container) answers
+    // on the host's LAN address just as on 127.0.0.1.
+    const own = Object.values(networkInterfaces())
+      .flatMap((entries) => entries ?? [])
+      .find((entry) => !entry.internal && entry.family === 'IPv4')?.address;
+    expect(own).toBeDefined();
+    const tcp = createTcpServer((s) => s.destroy());
+    let connections = 0;
+    tcp.on('connection', () => connections++);
+    await new Promise<void>((resolve) => tcp.listen(0, '0.0.0.0', resolve));
+    const port = (tcp.address() as { port: number }).port;
+    const owned = await startHostProxy(join(dir, 'own.sock'), {
+      allowed: () => [parseAllowedOrigin(`https://ownhost.example:${port}`)],
+      lookup: async () => [{ address: own! }],
+    });
+    const answer = await exchange(
+      owned.socketPath,
+      `CONNECT ownhost.example:${port} HTTP/1.1\r\n\r\n`,
+    );
+    await owned.close();
+    await new Promise((resolve) => tcp.close(resolve));
+    expect(connections).toBe(0);
+    expect(answer).toMatch(/^HTTP\/1\.1 403/);
+    expect(answer).toContain('resolves to a local address');
   });
 
   it.each([
