@@ -6,6 +6,7 @@ import { ClientHandshake } from './client-handshake.js';
 import { ClientLiveness } from './client-liveness.js';
 import { ClientRunTable } from './client-runs.js';
 import { RunnerHostError } from './errors.js';
+import { assertSocketPathFits } from './socket-path.js';
 import type {
   Capabilities,
   FailedFrame,
@@ -304,6 +305,9 @@ export async function connectRunnerSocket(
   path: string,
   options: Omit<ConnectRunnerOptions, 'input' | 'output'> = {},
 ): Promise<{ client: RunnerClient; socket: Socket }> {
+  // A longer path would be cut to another name, where anyone may have planted a socket to
+  // receive the run frames (socket-path.ts).
+  assertSocketPathFits(path, 'the socket path');
   const socket = createConnection({ path });
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', resolve);

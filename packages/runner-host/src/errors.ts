@@ -24,7 +24,8 @@ export type RunnerHostErrorCode =
   | 'ERR_SOCKET_IN_USE'
   /**
    * `serveRunnerSocket`'s path exists and is not a socket, or cannot be probed, bound or linked
-   * (permissions, a missing folder, a path too long for a socket).
+   * (permissions, a missing folder); or a path given to `serveRunnerSocket` or
+   * `connectRunnerSocket` is too long for a unix socket (`MAX_SOCKET_PATH_BYTES`).
    */
   | 'ERR_SOCKET_PATH';
 

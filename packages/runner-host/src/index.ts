@@ -49,6 +49,7 @@ export type {
 } from './host.js';
 
 export { serveRunnerSocket } from './socket-server.js';
+export { MAX_SOCKET_PATH_BYTES } from './socket-path.js';
 export type {
   RunnerSocketServer,
   RunnerSocketServerOptions,

@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { InputBudget, encodeFrame } from './codec.js';
 import { RunnerHostError } from './errors.js';
 import type { RunnerEngine } from './engine.js';
+import { assertSocketPathFits } from './socket-path.js';
 import { startRunnerHost, type RunnerHostOptions } from './host.js';
 
 /** What each connection's host is started with (its `input` and `output` are the connection). */
@@ -127,6 +128,10 @@ function listen(server: Server, path: string): Promise<void> {
   });
 }
 
+/** The private folder a socket is bound in first (`mkdtemp` adds six characters). */
+const PRIVATE_DIR_PREFIX = '.pw-sock-';
+const BOUND_NAME = 's';
+
 /**
  * Binds a socket at `path` without ever replacing a file there. The socket is bound inside a
  * private folder next to `path`, given its mode, and then hard-linked into place: `link` fails
@@ -141,13 +146,13 @@ async function bindExclusive(
 ): Promise<{ dev: number; ino: number }> {
   let privateDir: string;
   try {
-    privateDir = await mkdtemp(join(dirname(path), '.pw-sock-'));
+    privateDir = await mkdtemp(join(dirname(path), PRIVATE_DIR_PREFIX));
   } catch (error) {
     throw new RunnerHostError('ERR_SOCKET_PATH', `cannot create a socket next to ${path}`, {
       cause: error,
     });
   }
-  const bound = join(privateDir, 's');
+  const bound = join(privateDir, BOUND_NAME);
   try {
     await listen(server, bound);
     await chmod(bound, mode);
@@ -265,6 +270,13 @@ export async function serveRunnerSocket<TRuntime>(
     sessions.set(socket, { end, done });
   });
 
+  // Both names the socket gets must fit whole, checked before anything is touched: a longer
+  // one is cut by Node to another name, possibly in another folder (socket-path.ts).
+  assertSocketPathFits(path, 'the socket path');
+  assertSocketPathFits(
+    join(dirname(path), `${PRIVATE_DIR_PREFIX}XXXXXX`, BOUND_NAME),
+    `the socket is bound first beside ${path}, at`,
+  );
   await clearStaleSocket(path, probeTimeoutMs);
   const ours = await bindExclusive(server, path, mode);
 

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
-import { lstat, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  connectRunnerSocket,
   serveRunnerSocket,
   type RunnerEngine,
   type RunnerSocketServer,
@@ -119,6 +121,81 @@ describe('serveRunnerSocket: the socket path (issue 9 W6)', () => {
       serveRunnerSocket(path, { session: () => ({ engine: echo('x'), runtime: {} }) }),
     ).rejects.toMatchObject({ code: 'ERR_SOCKET_PATH' });
     expect(await readFile(path, 'utf8')).toBe('precious');
+  });
+});
+
+/** A fresh folder whose own path is exactly `length` bytes long. */
+async function dirOfLength(length: number): Promise<string> {
+  const base = await dir();
+  const path = join(base, 'd'.repeat(length - base.length - 1));
+  await mkdir(path);
+  return path;
+}
+
+/** What Node binds or connects to for a longer path: its first 108 bytes (Linux `sun_path`). */
+function cutByNode(path: string): string {
+  return Buffer.from(path).subarray(0, 108).toString();
+}
+
+describe('socket paths too long for the kernel (ERR_SOCKET_PATH)', () => {
+  it('serveRunnerSocket refuses a path whose private bind name does not fit, and creates nothing (no socket bound under a cut name beside it)', async () => {
+    // `<d>/h.sock` fits; the socket is bound first at `<d>/.pw-sock-XXXXXX/s`, which Node cuts
+    // inside the private folder's name: `<d>/.pw-sock-XX`, a socket beside the path, in a folder
+    // others may share, with the umask's mode.
+    const parent = await dirOfLength(96);
+    const path = join(parent, 'h.sock');
+    await expect(
+      serveRunnerSocket(path, { session: () => ({ engine: echo('x'), runtime: {} }) }),
+    ).rejects.toMatchObject({ code: 'ERR_SOCKET_PATH' });
+    expect(await readdir(parent)).toEqual([]);
+  });
+
+  it('serveRunnerSocket refuses a path over the limit before touching anything, even a stale socket there', async () => {
+    const parent = await dirOfLength(40);
+    const path = join(parent, 's'.repeat(120));
+    await expect(
+      serveRunnerSocket(path, { session: () => ({ engine: echo('x'), runtime: {} }) }),
+    ).rejects.toMatchObject({ code: 'ERR_SOCKET_PATH' });
+    expect(await readdir(parent)).toEqual([]);
+  });
+
+  it('connectRunnerSocket refuses a path over the limit: a socket planted at the name Node would cut it to receives nothing', async () => {
+    // The driver's path crosses the limit inside a folder name: the cut name is a file in the
+    // shared parent, where another local user plants a listener.
+    const shared = await dir();
+    const planted = join(shared, 'p'.repeat(108 - shared.length - 1));
+    const path = join(`${planted}${'q'.repeat(20)}`, 'host.sock');
+    expect(cutByNode(path)).toBe(planted);
+    const received: string[] = [];
+    const accepted: Socket[] = [];
+    const attacker = createServer((connection) => {
+      accepted.push(connection);
+      connection.on('data', (chunk: Buffer) => received.push(chunk.toString('utf8')));
+    });
+    await new Promise<void>((resolve) => attacker.listen(planted, resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const connection of accepted) connection.destroy();
+          attacker.close(() => resolve());
+        }),
+    );
+
+    const attempt = connectRunnerSocket(path, { idleTimeoutMs: 60_000 });
+    const settled = await attempt.then(
+      async ({ client, socket }) => {
+        // Without the check the client speaks to the attacker, whose `welcome` would get it the
+        // driver's run frames (model token included).
+        await until(() => received.join('').includes('"hello"'), 'the hello to reach the attacker');
+        client.close();
+        socket.destroy();
+        return 'connected to the planted socket';
+      },
+      (error: unknown) => error,
+    );
+    expect(settled).toMatchObject({ code: 'ERR_SOCKET_PATH' });
+    expect(accepted).toHaveLength(0);
+    expect(received).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { realpath } from 'node:fs/promises';
-import { basename, dirname, resolve, sep } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { PassThrough, type Writable } from 'node:stream';
 import type { EngineRuntime } from '@packwarden/engines';
 import { readPackwardenFlag } from '@packwarden/pack-manifest';
@@ -15,10 +15,12 @@ import {
 import { loadPackTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
 import { bootPack, type BootedPack, type SandboxLogger } from './boot.js';
 import { confineSandbox, GATEWAY_ENGINES, ISOLATION_MODES } from './confine.js';
+import { VERIFIED_ENGINES_DIR } from './engine-admission.js';
 import type { IsolationMode } from './isolation/index.js';
 import { probeIsolation } from './isolation/probe.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
+import { logLine } from './log-line.js';
 import { modelOriginLease } from './model-origin.js';
 import { sessionEngine } from './session-engine.js';
 import { applyStateEnvironment, createSandboxState, type SandboxState } from './state.js';
@@ -50,7 +52,11 @@ export interface ServeSandboxOptions {
   cancelGraceMs?: number;
   /** Who answers `hello`. */
   host?: PeerInfo;
-  /** Diagnostics (boot, sessions, the host's log). Default: none. Lines written here are not scrubbed; stderr is. */
+  /**
+   * Diagnostics (boot, sessions, the host's log). Default: none. Each message is one line: its
+   * control characters, line breaks included, arrive as visible escapes (`\x1b`, `\n`), since
+   * much of it is pack code's. Lines written here are not scrubbed; stderr is.
+   */
   log?: SandboxLogger;
   /** Aborting it closes gracefully: active runs end `cancelled`, each session gets `bye`. */
   signal?: AbortSignal;
@@ -79,10 +85,15 @@ function positiveInteger(value: number, name: string): number {
 
 /**
  * The frame socket must stay outside every folder pack code sees: confinement hides only the
- * sockets that exist when a command starts, and a connection can send a run frame whose model
- * `baseUrl` widens the proxy's allowed origins (docs/sandbox.md, "State").
+ * sockets that exist when a command starts, a socket on a read-only bind mount still accepts
+ * connections, and a connection can send a run frame whose model `baseUrl` widens the proxy's
+ * allowed origins (docs/sandbox.md, "State").
  */
-async function refuseExposedSocket(path: string, state: SandboxState): Promise<void> {
+async function refuseExposedSocket(
+  path: string,
+  state: SandboxState,
+  folders: readonly (readonly [label: string, folder: string])[],
+): Promise<void> {
   let real: string;
   try {
     real = resolve(await realpath(dirname(path)), basename(path));
@@ -90,16 +101,27 @@ async function refuseExposedSocket(path: string, state: SandboxState): Promise<v
     // A missing parent folder is reported by the socket server itself (ERR_SOCKET).
     return;
   }
-  for (const [label, folder] of [
-    ['the workspace', state.workspace],
-    ['the engine state folder', state.engineDir],
-  ] as const) {
-    if (real === folder || real.startsWith(folder + sep))
+  for (const [label, folder] of folders) {
+    const realFolder = await realpath(folder).catch(() => resolve(folder));
+    if (real === realFolder || real.startsWith(realFolder + sep))
       throw new SandboxError(
         'ERR_SOCKET_EXPOSED',
-        `the socket ${path} is inside ${label} (${folder}), where pack code could connect to it; put it elsewhere, e.g. ${resolve(state.stateDir, 'sandbox.sock')}`,
+        `the socket ${path} is inside ${label} (${realFolder}), where pack code could connect to it; put it elsewhere, e.g. ${resolve(state.stateDir, 'sandbox.sock')}`,
       );
   }
+}
+
+/** The folders confinement shows pack code read-only: the pack as it loads, its engine's. */
+function readOnlyFolders(
+  booted: BootedPack,
+  state: SandboxState,
+  engineHome: string | undefined,
+): readonly (readonly [string, string])[] {
+  return [
+    ['the pack folder', booted.packDir],
+    ['the engine folder', join(engineHome ?? state.packwardenHome, 'engines', booted.engine.id)],
+    ['the verified engine folder', join(state.stateDir, VERIFIED_ENGINES_DIR, booted.engine.id)],
+  ];
 }
 
 /**
@@ -113,7 +135,9 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   const cwd = options.cwd ?? process.cwd();
   const env = process.env;
   const cancelGraceMs = positiveInteger(options.cancelGraceMs ?? 5000, 'cancelGraceMs');
-  const log: SandboxLogger = options.log ?? (() => {});
+  const sink: SandboxLogger = options.log ?? (() => {});
+  // Engine messages and engine processes' output pass through here: one line each, escaped.
+  const log: SandboxLogger = (level, message) => sink(level, logLine(message));
   const requireSigned = options.requireSignedPack ?? readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
   // The trust root is read from the environment the sandbox was started with, before it is pruned.
   const trustEnv = { ...env };
@@ -128,7 +152,10 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   );
   applyStateEnvironment(env, state);
   if (options.transport.kind === 'socket')
-    await refuseExposedSocket(resolve(cwd, options.transport.path), state);
+    await refuseExposedSocket(resolve(cwd, options.transport.path), state, [
+      ['the workspace', state.workspace],
+      ['the engine state folder', state.engineDir],
+    ]);
   const isolation = options.isolation ?? 'auto';
   const engineHome =
     options.engineHome === undefined ? undefined : resolve(cwd, options.engineHome);
@@ -191,6 +218,10 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     return {
       engine,
       runtime,
+      // The set stderr is scrubbed with: each session's host pins its running turn's secrets
+      // there, so no number of other connections' runs can evict them before the turn ends
+      // (on their own the engines only remember them, and the set remembers 256).
+      secrets,
       host: options.host ?? { name: 'packwarden sandbox', version: '0' },
       cancelGraceMs,
       kill: (request) => engine.kill(request),
@@ -231,6 +262,9 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
       await host.done;
     } else {
       const path = resolve(cwd, options.transport.path);
+      // Known once the pack is booted (and before any pack code runs): the pack and engine
+      // folders, which the walls show read-only.
+      await refuseExposedSocket(path, state, readOnlyFolders(booted, state, engineHome));
       // runner-host's socket server: a live socket of another sandbox is never taken over, a
       // stale one is removed, connections and their buffered input are bounded, and on close
       // only our own socket file is removed (docs/sandbox.md, "Socket mode").

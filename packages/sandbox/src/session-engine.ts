@@ -1,12 +1,19 @@
 import { resolve } from 'node:path';
 import type { EngineRuntime, PackEngine } from '@packwarden/engines';
-import type { KillRequest, RunnerEngine, SecretSet } from '@packwarden/runner-host';
+import type {
+  EngineRunOptions,
+  KillRequest,
+  RunnerEngine,
+  SecretSet,
+} from '@packwarden/runner-host';
 import { SandboxError } from './errors.js';
 import type { ModelOriginLease } from './model-origin.js';
 
 /** The engine of one session, with its own instance, disposed when the session ends. */
 export interface SessionEngine extends RunnerEngine<EngineRuntime> {
   kill(request: KillRequest): void;
+  /** The session ended: disposes its instance (a later turn would take a new one). */
+  endSession(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -15,8 +22,8 @@ export interface SessionEngine extends RunnerEngine<EngineRuntime> {
  * `take`, called at the first turn), so that a session's credentials rebuild only its own
  * instance and never dispose one another session is using mid-turn (docs/sandbox.md, "Socket
  * mode"). The run's secrets are learned (so stderr can be scrubbed), a different `workspaceRoot`
- * on the wire is ignored with one warning per session, and the process is moved into the
- * workspace before every turn.
+ * on the wire is ignored with one warning per session, so are `additionalDirectories`, and the
+ * process is moved into the workspace before every turn.
  */
 export function sessionEngine(
   info: { id: string; displayName: string },
@@ -26,6 +33,7 @@ export function sessionEngine(
   confinement: { degraded?: string; modelOrigin?: ModelOriginLease } = {},
 ): SessionEngine {
   let warned = false;
+  let directoriesSaid = false;
   let degradedSaid = false;
   let engine: Promise<PackEngine> | undefined;
   let loaded: PackEngine | undefined;
@@ -48,6 +56,20 @@ export function sessionEngine(
           'workspace_root_ignored',
           `the sandbox works in its own workspace ${workspace}; the run frame's workspaceRoot ${JSON.stringify(options.workspaceRoot)} is ignored`,
         );
+      }
+      // The workspace is the only folder a turn is given: engines turn a run frame's
+      // `additionalDirectories` into more folders the agent may read and write (claude's
+      // permission rules, codex's writable roots), which is a widening no pack declared, asked
+      // by whoever can connect (docs/sandbox.md, "Its workspace is authoritative").
+      if (options.additionalDirectories !== undefined) {
+        if (!directoriesSaid && options.additionalDirectories.length > 0) {
+          directoriesSaid = true;
+          await emitter.warning(
+            'additional_directories_ignored',
+            `the sandbox gives a turn only its workspace ${workspace}; the run frame's additionalDirectories are ignored`,
+          );
+        }
+        options = withoutAdditionalDirectories(options);
       }
       if (!degradedSaid && confinement.degraded !== undefined) {
         degradedSaid = true;
@@ -82,10 +104,26 @@ export function sessionEngine(
       await loaded?.onMaintenance?.(event, runtime);
     },
     kill: (request) => loaded?.kill?.(request),
-    async dispose() {
-      if (engine === undefined) return;
-      const current = await engine.catch(() => undefined);
-      await current?.dispose?.();
-    },
+    // The session is over: its instance (a process, for a custom engine) goes with it. A socket
+    // server disposes engines only when it closes, so without this every connection ever made
+    // would leave its instance running until then, and `maxConnections` would bound nothing.
+    endSession: () => dispose(),
+    dispose,
   };
+
+  async function dispose(): Promise<void> {
+    const pending = engine;
+    if (pending === undefined) return;
+    engine = undefined;
+    loaded = undefined;
+    const current = await pending.catch(() => undefined);
+    await current?.dispose?.();
+  }
+}
+
+/** The run's options without `additionalDirectories`; its secrets stay hidden (non-enumerable). */
+function withoutAdditionalDirectories(options: EngineRunOptions): EngineRunOptions {
+  const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(options);
+  delete descriptors.additionalDirectories;
+  return Object.freeze(Object.defineProperties({}, descriptors)) as EngineRunOptions;
 }
