@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isJsonObject, type JsonObject } from './json-object.js';
@@ -49,14 +50,42 @@ async function findRollout(
   return undefined;
 }
 
-async function readTail(path: string, maxBytes: number): Promise<string> {
-  const handle = await open(path, 'r');
+/**
+ * The last `maxBytes` of the rollout at `path` (a cut first line dropped), or `undefined` when
+ * what is there now is not a plain regular file. Between `findRollout`'s `readdir` and this open,
+ * a confined command of another session that can write codex's state folder may swap the file
+ * for a symlink (to a host file, whose JSON lines would become tool frames sent to the driver), a
+ * FIFO (which would hang the turn) or a hard link to a host file: the open follows no symlink and
+ * never waits, and the descriptor itself, not the path, must be a regular file with one link.
+ */
+export async function readRolloutTail(path: string, maxBytes: number): Promise<string | undefined> {
+  let handle;
   try {
-    const { size } = await handle.stat();
+    handle = await open(
+      path,
+      constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+    );
+  } catch {
+    return undefined;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile() || stats.nlink !== 1) return undefined;
+    const { size } = stats;
     const length = Math.min(size, maxBytes);
     const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    const text = buffer.toString('utf8');
+    let filled = 0;
+    while (filled < length) {
+      const { bytesRead } = await handle.read(
+        buffer,
+        filled,
+        length - filled,
+        size - length + filled,
+      );
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    const text = buffer.subarray(0, filled).toString('utf8');
     // A cut first line is not JSON: drop it.
     return size > maxBytes ? text.slice(text.indexOf('\n') + 1) : text;
   } finally {
@@ -86,12 +115,13 @@ export async function refusedCalls(
     left: ROLLOUT_LIMITS.maxEntries,
   });
   if (path === undefined) return undefined;
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await readTail(path, ROLLOUT_LIMITS.maxBytes);
+    text = await readRolloutTail(path, ROLLOUT_LIMITS.maxBytes);
   } catch {
     return undefined;
   }
+  if (text === undefined) return undefined;
   const records: JsonObject[] = [];
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;

@@ -6,6 +6,8 @@ export interface StoreContext {
   fetch: FetchLike;
   env: Record<string, string | undefined>;
   cacheDir: string | undefined;
+  /** Authenticates index cache entries; without it the index cache is not used. */
+  cacheKey?: Uint8Array;
   timeoutMs: number;
   githubToken?: { value: string; origin: string };
   signal: AbortSignal | undefined;

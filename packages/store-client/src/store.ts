@@ -2,7 +2,12 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packwardenHome, parseStrictJson, readPackwardenEnv } from '@packwarden/pack-manifest';
-import { readCachedIndex, writeCachedIndex } from './cache.js';
+import {
+  INDEX_CACHE_KEY_MIN_BYTES,
+  processIndexCacheKey,
+  readCachedIndex,
+  writeCachedIndex,
+} from './cache.js';
 import { abortError, StoreError } from './errors.js';
 import { readBounded, request, statusError, type FetchLike } from './http.js';
 import { readSmallFile } from './small-file.js';
@@ -108,6 +113,11 @@ export interface OpenStoreOptions {
   fetch?: FetchLike;
   /** Default `$PACKWARDEN_HOME/cache/store`; `false` disables caching. */
   cacheDir?: string | false;
+  /**
+   * Authenticates index cache entries (at least 32 bytes). Default: random, per process, so only
+   * entries this process wrote are believed. README "Transport and cache".
+   */
+  cacheKey?: Uint8Array;
   /** Default `PACKWARDEN_GITHUB_TOKEN`, `GITHUB_TOKEN`, `GH_TOKEN`. Sent to the GitHub API origin only. */
   githubToken?: string;
   /** Default `PACKWARDEN_GITHUB_API_URL`, else `https://api.github.com`. */
@@ -153,7 +163,15 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
       );
     }
   }
-  const cached = await readCachedIndex(ctx.cacheDir, url.href);
+  const cache =
+    ctx.cacheDir === undefined || ctx.cacheKey === undefined
+      ? undefined
+      : { dir: ctx.cacheDir, key: ctx.cacheKey };
+  // Trust boundary: the cache folder may have been written by someone else. Only an entry this
+  // process (or a holder of `cacheKey`) wrote for this URL, in files only this user can write, is
+  // revalidated; anything else is fetched in full, as if there were no cache.
+  const lookup = await readCachedIndex(cache, url.href);
+  const cached = lookup.kind === 'hit' ? lookup.entry : undefined;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (cached) headers['if-none-match'] = cached.etag;
   const fetched = await request(url, {
@@ -200,7 +218,7 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
     clearTimeout(timer);
   }
   const etag = response.headers.get('etag');
-  if (etag) await writeCachedIndex(ctx.cacheDir, { url: url.href, etag, body });
+  if (etag) await writeCachedIndex(cache, { url: url.href, etag, body });
   return { text: body, url: fetched.url };
 }
 
@@ -365,10 +383,21 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
     options.cacheDir === false
       ? undefined
       : (options.cacheDir ?? join(packwardenHome(env), 'cache', 'store'));
+  if (
+    options.cacheKey !== undefined &&
+    (!(options.cacheKey instanceof Uint8Array) ||
+      options.cacheKey.length < INDEX_CACHE_KEY_MIN_BYTES)
+  ) {
+    throw new StoreError(
+      'ERR_INVALID_ARGUMENT',
+      `cacheKey must be a Uint8Array of at least ${INDEX_CACHE_KEY_MIN_BYTES} bytes`,
+    );
+  }
   const context: StoreContext = {
     fetch: fetchImpl,
     env,
     cacheDir,
+    cacheKey: options.cacheKey ?? processIndexCacheKey(),
     timeoutMs: options.timeoutMs ?? 30_000,
     signal: options.signal,
   };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { PACK_SIGNATURE_MAX_BYTES } from '@packwarden/pack-signature';
 import { describe, expect, it } from 'vitest';
 import { SIGNATURE_FILE_MAX_BYTES } from '../src/artifact-checks.js';
-import { readCachedIndex, writeCachedIndex } from '../src/cache.js';
+import { processIndexCacheKey, readCachedIndex, writeCachedIndex } from '../src/cache.js';
 import { openStore } from '../src/index.js';
 import { acquireLock } from '../src/lock.js';
 import { refuseDowngrade } from '../src/staging.js';
@@ -86,9 +86,11 @@ describe('the store index named by a path', () => {
 describe('the index cache', () => {
   it('an entry written here is read back; a FIFO, a symlink or an oversized file is a miss', async () => {
     const cacheDir = await tempDir();
+    const cache = { dir: cacheDir, key: processIndexCacheKey() };
     const url = 'https://store.example/index.json';
-    await writeCachedIndex(cacheDir, { url, etag: '"1"', body: '{"version":1,"artifacts":[]}' });
-    expect((await readCachedIndex(cacheDir, url))?.etag).toBe('"1"');
+    await writeCachedIndex(cache, { url, etag: '"1"', body: '{"version":1,"artifacts":[]}' });
+    const hit = await readCachedIndex(cache, url);
+    expect(hit.kind === 'hit' && hit.entry.etag).toBe('"1"');
 
     const [file] = execFileSync('find', [join(cacheDir, 'index'), '-type', 'f'], {
       encoding: 'utf8',
@@ -98,17 +100,17 @@ describe('the index cache', () => {
     const entry = JSON.stringify({ url, etag: '"2"', body: '{}' });
     execFileSync('rm', [file!]);
     mkfifo(file!);
-    expect(await within(5_000, readCachedIndex(cacheDir, url))).toBeUndefined();
+    expect((await within(5_000, readCachedIndex(cache, url))).kind).toBe('refused');
 
     execFileSync('rm', [file!]);
     const target = join(await tempDir(), 'entry.json');
     writeFileSync(target, entry);
     symlinkSync(target, file!);
-    expect(await readCachedIndex(cacheDir, url)).toBeUndefined();
+    expect((await readCachedIndex(cache, url)).kind).toBe('refused');
 
     execFileSync('rm', [file!]);
     writeFileSync(file!, `${entry}${' '.repeat(17 * 1024 * 1024)}`);
-    expect(await readCachedIndex(cacheDir, url)).toBeUndefined();
+    expect((await readCachedIndex(cache, url)).kind).toBe('refused');
   });
 });
 
