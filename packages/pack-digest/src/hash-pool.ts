@@ -165,14 +165,34 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
     }
   };
 
+  const hashMissing = async () => {
+    const buffer = Buffer.allocUnsafe(HASH_BUFFER_BYTES);
+    for (let i = 0; i < paths.length; i++) {
+      if (results[i] !== undefined) continue;
+      if (i % 64 === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (signal?.aborted) throw signal.reason;
+      }
+      results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+    }
+  };
+
   return {
     add: (more) => post(more, false),
     async finish(more) {
       try {
         post(more, true);
-        await Promise.all([runCallingThread(), ...workersDone]);
+        const [calling, ...threads] = await Promise.allSettled([
+          runCallingThread(),
+          ...workersDone,
+        ]);
+        if (calling!.status === 'rejected') throw calling!.reason;
         if (signal?.aborted) throw signal.reason;
-        // Every path was claimed by one thread, and each thread reports all it claimed.
+        // Every path was claimed by one thread, and each live thread reports all it claimed. A
+        // thread that died (each holds the whole list in a 64 MiB heap: 20,000 paths of 4 KiB,
+        // within the digest's bounds, ran it out of memory) reports none of the batch it held:
+        // those files are hashed here, so that the outcome never depends on the threads.
+        if (threads.some((thread) => thread.status === 'rejected')) await hashMissing();
         return results as HashedFile[];
       } finally {
         await close();

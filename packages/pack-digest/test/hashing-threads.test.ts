@@ -106,6 +106,31 @@ describe('threads started during the walk', () => {
     expect(await turnsDuring({ threads: 1 })).toBeGreaterThanOrEqual(600 / 16 - 2);
   });
 
+  test('20,000 files with 4 KiB paths (within every bound): the threads give the single-thread digest, not an out-of-memory error', async () => {
+    // Each hashing thread holds the whole list of absolute paths in a 64 MiB heap: this pack ran
+    // them out of memory (ERR_WORKER_OUT_OF_MEMORY, an untyped error) while `parallel: 'never'`
+    // digested it, so whether a pack verified depended on the machine's core count.
+    const segments = Array.from(
+      { length: 15 },
+      (_, i) => `${i}`.padStart(3, '0') + 'x'.repeat(250),
+    );
+    const root = tree([]);
+    const folder = join(root, ...segments);
+    mkdirSync(folder, { recursive: true });
+    for (let i = 0; i < 20_000; i++)
+      writeFileSync(join(folder, `f${String(i).padStart(6, '0')}${'y'.repeat(200)}`), `${i % 97}`);
+    const before = liveThreads();
+
+    const single = await computePackDigest(root, { parallel: 'never' });
+    expect(Math.max(...single.entries.map((entry) => Buffer.byteLength(entry.path)))).toBeLessThan(
+      4096,
+    );
+    const threaded = await computePackDigest(root, { threads: 2 });
+    expect(threaded.digest).toBe(single.digest);
+    expect(threaded.entries).toEqual(single.entries);
+    expect(liveThreads()).toBe(before);
+  }, 120_000);
+
   test('with parallel: always they start at the second file, and give the same digest', async () => {
     const root = tree(manyFiles(1200));
     const always = await computePackDigest(root, { parallel: 'always', threads: 2 });

@@ -82,7 +82,11 @@ export function packwardenHome(env: Env = process.env): string {
   return join(userHome(env), '.packwarden');
 }
 
-function userHome(env: Env): string {
+/**
+ * The user's home folder: `$HOME` when it is absolute, else the account's home from the user
+ * database; `ERR_ENV_HOME_INVALID` when neither is absolute. Also what `~/` in a pack path means.
+ */
+export function userHome(env: Env): string {
   const home = env['HOME'];
   if (home !== undefined && isAbsolute(home)) return normalize(home);
   let fromDatabase: string | undefined;

@@ -12,7 +12,8 @@ export type PackManifestErrorCode =
   /**
    * `agent.yaml` is not valid UTF-8, not YAML, more than one YAML document, or YAML the loader
    * does not interpret: a duplicate key (also `1` and `"1"`), a collection or alias as a key, an
-   * unknown tag, more than 100 aliases.
+   * unknown tag or one outside the YAML 1.2 core schema (`!!binary`, `!!merge`…), a `<<` key, an
+   * alias inside the collection it names, `.nan` / `.inf`, more than 100 aliases.
    */
   | 'ERR_MANIFEST_YAML'
   /**
@@ -36,9 +37,15 @@ export type PackManifestErrorCode =
   | 'ERR_PACK_NOT_FOUND'
   /** `current.txt` of an installed pack is missing, empty or not a version. */
   | 'ERR_PACK_CURRENT_INVALID'
-  /** `findPackFolders`: the tree holds more packs or folders than its bounds allow. */
+  /**
+   * `findPackFolders`: the tree holds more packs or folders than its bounds allow, or a pack
+   * folder deeper than `maxDepth`.
+   */
   | 'ERR_PACK_SEARCH_TOO_LARGE'
-  /** `findPackFolders`: a symlink in the tree leads to a pack folder, which it does not follow. */
+  /**
+   * `findPackFolders`: a symlink in the tree leads to a pack folder, or to a folder holding one,
+   * which it does not list from.
+   */
   | 'ERR_PACK_SEARCH_SYMLINK'
   /**
    * A yes/no variable (`PACKWARDEN_REQUIRE_SIGNED_PACK`…) holds something other than 1, true,

@@ -167,7 +167,7 @@ export function parsePackManifest(text: string, options: ParseManifestOptions = 
       { file, issues },
     );
   }
-  const keyIssue = findKeyProblem(doc);
+  const keyIssue = findNodeProblem(doc);
   if (keyIssue !== undefined) {
     const issue = { field: '', message: keyIssue.message, ...at(keyIssue.offset) };
     throw new PackManifestError(
@@ -187,6 +187,13 @@ export function parsePackManifest(text: string, options: ParseManifestOptions = 
     throw new PackManifestError('ERR_MANIFEST_YAML', `${file}: ${(cause as Error).message}`, {
       file,
       cause,
+    });
+  }
+  const dataIssue = jsonDataProblem(data);
+  if (dataIssue !== undefined) {
+    throw new PackManifestError('ERR_MANIFEST_YAML', `${file} is not valid YAML: ${dataIssue}`, {
+      file,
+      issues: [{ field: '', message: dataIssue }],
     });
   }
   const result = AgentManifestSchema.safeParse(data);
@@ -245,15 +252,41 @@ function tooDeep(file: string): PackManifestError {
   );
 }
 
+// The tags of the YAML 1.2 core schema, and `!` (a quoted scalar's non-specific tag). The library
+// also resolves YAML 1.1 tags written out (`!!binary`, `!!set`, `!!omap`, `!!timestamp`,
+// `!!merge`) even under the core schema: they turn a manifest into Buffers, Sets, Maps and Dates
+// that every JSON consumer (`pack info --json`, engines) reads differently, and `!!merge <<: *a`
+// adds keys (`spec.engine`) that a YAML 1.2 reader does not see.
+const CORE_TAGS = new Set(
+  ['str', 'int', 'float', 'bool', 'null', 'map', 'seq'].map((name) => `tag:yaml.org,2002:${name}`),
+);
+CORE_TAGS.add('!');
+
+function tagProblem(node: unknown): { message: string; offset?: number } | undefined {
+  const { tag, range } = (node ?? {}) as { tag?: unknown; range?: [number, ...number[]] };
+  if (tag === undefined || (typeof tag === 'string' && CORE_TAGS.has(tag))) return undefined;
+  const shown = String(tag)
+    .replace(/^tag:yaml\.org,2002:/, '!!')
+    .slice(0, 60);
+  return {
+    message: `the tag ${JSON.stringify(shown)} is not part of the YAML 1.2 core schema`,
+    ...(range === undefined ? {} : { offset: range[0] }),
+  };
+}
+
 /**
  * Keys must be scalars, and distinct once turned into the strings a JS object has: the library
  * would stringify a collection key (with a process warning) and `1` and `"1"` would become the
- * same key, slipping past the duplicate-key check.
+ * same key, slipping past the duplicate-key check. A `<<` key is a merge key to YAML 1.1 readers
+ * and a plain key to YAML 1.2 ones: the same file would mean two manifests. Every node's tag must
+ * be a core schema tag.
  */
-function findKeyProblem(doc: Document): { message: string; offset?: number } | undefined {
+function findNodeProblem(doc: Document): { message: string; offset?: number } | undefined {
   const stack: unknown[] = [doc.contents];
   while (stack.length > 0) {
     const node = stack.pop();
+    const badTag = tagProblem(node);
+    if (badTag !== undefined) return badTag;
     if (isAlias(node) || !isCollection(node)) continue;
     const seen = new Set<string>();
     for (const item of node.items) {
@@ -271,9 +304,19 @@ function findKeyProblem(doc: Document): { message: string; offset?: number } | u
           ...(offset === undefined ? {} : { offset }),
         };
       }
+      const badKeyTag = tagProblem(key);
+      if (badKeyTag !== undefined) return badKeyTag;
       if (isMap(node)) {
         const raw = key === null ? null : key.value;
         const name = raw === null || raw === undefined ? '' : String(raw);
+        if (name === '<<') {
+          const offset = key?.range?.[0];
+          return {
+            message:
+              'a "<<" key is not allowed: YAML 1.1 readers merge it into the mapping, YAML 1.2 readers do not',
+            ...(offset === undefined ? {} : { offset }),
+          };
+        }
         if (seen.has(name)) {
           const offset = key?.range?.[0];
           return {
@@ -285,6 +328,43 @@ function findKeyProblem(doc: Document): { message: string; offset?: number } | u
       }
       stack.push(value);
     }
+  }
+  return undefined;
+}
+
+/**
+ * Why `data` (what the library built) is not a tree of JSON values, or undefined when it is. The
+ * manifest reaches JSON consumers (`pack info --json`, engines, store indexes): an alias inside
+ * its own anchor (`a: &a [*a]`) made a cycle that `JSON.stringify` throws on, and `.nan` / `.inf`
+ * become `null` there. Shared (aliased) values are fine and are checked once.
+ */
+function jsonDataProblem(data: unknown): string | undefined {
+  const onPath = new Set<object>();
+  const checked = new Set<object>();
+  const stack: Array<{ value: unknown; leave?: object }> = [{ value: data }];
+  while (stack.length > 0) {
+    const { value, leave } = stack.pop()!;
+    if (leave !== undefined) {
+      onPath.delete(leave);
+      checked.add(leave);
+      continue;
+    }
+    if (value === null || typeof value === 'string' || typeof value === 'boolean') continue;
+    if (typeof value === 'number') {
+      if (Number.isFinite(value)) continue;
+      return `${String(value)} (.nan, .inf) is not a JSON number`;
+    }
+    if (typeof value !== 'object') return `a ${typeof value} value is not JSON data`;
+    if (onPath.has(value)) return 'an alias refers to a collection that contains it';
+    if (checked.has(value)) continue;
+    const proto: unknown = Object.getPrototypeOf(value);
+    const isArray = Array.isArray(value) && proto === Array.prototype;
+    if (!isArray && proto !== Object.prototype && proto !== null) {
+      return 'a value that is not a string, number, boolean, null, list or mapping';
+    }
+    onPath.add(value);
+    stack.push({ value: undefined, leave: value });
+    for (const child of Object.values(value)) stack.push({ value: child });
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { lstatSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
-import { packwardenHome, type Env } from './env.js';
+import { packwardenHome, userHome, type Env } from './env.js';
 import { PackManifestError } from './errors.js';
 import { isPackName, isSemver } from './names.js';
 import { readBoundedFile } from './read-bounded-file.js';
@@ -112,7 +112,12 @@ export async function resolvePack(
       'empty pack reference: give a pack name or a path',
     );
   if (looksLikePath(ref)) {
-    const dir = resolve(cwd, ref.startsWith('~/') ? join(env.HOME ?? '', ref.slice(2)) : ref);
+    // `~/` is the user's home as packwardenHome finds it: `$HOME ?? ''` made `~/agents/x`, with
+    // HOME unset, empty or relative, the folder `agents/x` under cwd (a checkout's own pack).
+    const dir = resolve(
+      cwd,
+      ref === '~' || ref.startsWith('~/') ? join(userHome(env), ref.slice(2)) : ref,
+    );
     if (!isDirectory(dir)) {
       throw new PackManifestError('ERR_PACK_NOT_FOUND', `no pack folder at ${dir}`, { file: dir });
     }

@@ -73,10 +73,49 @@ describe('findPackFolders', () => {
     }
   });
 
-  it('stops at maxDepth', async () => {
+  it('refuses a pack deeper than maxDepth instead of leaving it out', async () => {
+    // Stopping at maxDepth left the pack out of `pack verify --all` (exit 0) while
+    // `packwarden run 1/2/3` ran it.
     pack('1', '2', '3');
-    expect(await findPackFolders(root, { maxDepth: 2 })).toEqual([]);
+    mkdirSync(join(root, 'x', 'y', 'z', 'deeper'), { recursive: true });
+    const error = await findPackFolders(root, { maxDepth: 2 }).catch((e: unknown) => e);
+    expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_TOO_LARGE');
+    expect((error as Error).message).toContain(join(root, '1', '2', '3'));
     expect(await findPackFolders(root, { maxDepth: 3 })).toEqual([join(root, '1', '2', '3')]);
+    // Deep folders without a pack are searched, not refused.
+    rmSync(join(root, '1'), { recursive: true });
+    expect(await findPackFolders(root, { maxDepth: 2 })).toEqual([]);
+  });
+
+  it('refuses a symlink to a folder that holds a pack deeper down (also through a second link)', async () => {
+    const real = pack('a-real');
+    const outside = mkdtempSync(join(tmpdir(), 'pw-find-outside-'));
+    const further = mkdtempSync(join(tmpdir(), 'pw-find-further-'));
+    try {
+      mkdirSync(join(outside, 'team', 'reviewer'), { recursive: true });
+      writeFileSync(join(outside, 'team', 'reviewer', 'agent.yaml'), 'x');
+      symlinkSync(outside, join(root, 'linked'));
+      const error = await findPackFolders(root).catch((caught: unknown) => caught);
+      expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+      expect((error as Error).message).toContain(join(root, 'linked'));
+
+      // Two links: root/linked -> outside (no pack), outside/hop -> further/deep/pack.
+      rmSync(join(outside, 'team'), { recursive: true });
+      mkdirSync(join(further, 'deep', 'pack'), { recursive: true });
+      writeFileSync(join(further, 'deep', 'pack', 'agent.yaml'), 'x');
+      symlinkSync(further, join(outside, 'hop'));
+      const chained = await findPackFolders(root).catch((caught: unknown) => caught);
+      expect(isPackManifestError(chained) && chained.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+      expect((chained as Error).message).toContain(join(root, 'linked'));
+
+      // Links that lead to no pack (and a loop back to a link's own folder) are still skipped.
+      rmSync(join(further, 'deep'), { recursive: true });
+      symlinkSync(outside, join(outside, 'loop'));
+      expect(await findPackFolders(root)).toEqual([real]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+      rmSync(further, { recursive: true, force: true });
+    }
   });
 
   it('refuses more packs than maxPacks instead of returning a shorter list', async () => {

@@ -216,3 +216,65 @@ describe('any YAML-ish text (property)', () => {
     );
   });
 });
+
+describe('YAML that is not plain JSON data, or means two things (review: non-core tags, merge keys, cycles)', () => {
+  const AUTHOR_CYCLE = HEAD.replace(
+    'metadata: {name: a, version: 0.0.1}',
+    'metadata: &m {name: a, version: 0.0.1, author: {name: x, me: *m}}',
+  );
+  const cases: [string, string, RegExp][] = [
+    // `pack info --json` printed `author`: JSON.stringify threw on the cycle, an untyped crash.
+    ['an alias inside its own anchor (author)', AUTHOR_CYCLE, /contains it/],
+    ['an alias inside its own anchor (spec)', `${HEAD}spec:\n  x: &a [*a]\n`, /contains it/],
+    // The library resolves YAML 1.1 tags written out even under the core schema.
+    [
+      '!!merge, which adds spec.engine',
+      `${HEAD}spec:\n  b: &b {engine: evil}\n  !!merge <<: *b\n`,
+      /!!merge/,
+    ],
+    ['a plain << key', `${HEAD}spec:\n  b: &b {engine: evil}\n  <<: *b\n`, /"<<"/],
+    ['!!binary (a Buffer)', `${HEAD}spec:\n  x: !!binary aGVsbG8=\n`, /!!binary/],
+    ['!!set (a Set: {} in JSON)', `${HEAD}spec:\n  x: !!set {a, b}\n`, /!!set/],
+    ['!!omap (a Map: {} in JSON)', `${HEAD}spec:\n  x: !!omap [a: 1]\n`, /!!omap/],
+    ['!!timestamp (a Date)', `${HEAD}spec:\n  x: !!timestamp 2001-12-14\n`, /!!timestamp/],
+    [
+      'a verbatim !!binary tag',
+      `${HEAD}spec:\n  x: !<tag:yaml.org,2002:binary> aGVsbG8=\n`,
+      /!!binary/,
+    ],
+    ['.nan (null in JSON)', `${HEAD}spec:\n  x: .nan\n`, /JSON number/],
+  ];
+
+  test.each(cases)(
+    '%s: ERR_MANIFEST_YAML from a real file, nothing written',
+    (_name, body, message) => {
+      const dir = mkdtempSync(join(tmpdir(), 'pw-plain-'));
+      dirs.push(dir);
+      writeFileSync(join(dir, 'agent.yaml'), body);
+      let error: unknown;
+      try {
+        loadPackManifest(dir);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toBeInstanceOf(PackManifestError);
+      expect((error as PackManifestError).code).toBe('ERR_MANIFEST_YAML');
+      expect((error as PackManifestError).message).toMatch(message);
+      expect(readdirSync(dir)).toEqual(['agent.yaml']);
+    },
+  );
+
+  test('core tags, shared aliases and a quoted "<" key still load, and stringify', () => {
+    const manifest = parsePackManifest(
+      `${HEAD}spec:\n  engine: !!str claude\n  n: !!int "12"\n  list: &l [1, 2]\n  again: *l\n  twice: *l\n  labels: {"<": x}\n`,
+    );
+    expect(JSON.parse(JSON.stringify(manifest.spec))).toEqual({
+      engine: 'claude',
+      n: 12,
+      list: [1, 2],
+      again: [1, 2],
+      twice: [1, 2],
+      labels: { '<': 'x' },
+    });
+  });
+});

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
@@ -104,6 +104,28 @@ describe('resolvePack', () => {
     }
     expect(readPackwardenFlag({ AGENTHIPPO_X: 'yes' }, 'X')).toBe(true);
     expect(readPackwardenFlag({ PACKWARDEN_X: 'no', AGENTHIPPO_X: 'yes' }, 'X')).toBe(false);
+  });
+
+  test('~/ is the home packwardenHome finds, never a folder under cwd when HOME is empty or relative', async () => {
+    // A checkout (cwd) holding `agents/<x>`: with HOME unset, empty or relative, `~/agents/<x>`
+    // resolved to the checkout's own folder, so a quoted `~/…` pack argument ran the checkout's pack.
+    const cwd = temp();
+    const name = `pw-tilde-${Math.random().toString(16).slice(2)}`;
+    writePack(join(cwd, 'agents', name), 'evil', '1.0.0');
+    writePack(join(cwd, 'rel', 'agents', name), 'evil', '1.0.0');
+    const accountHome = userInfo().homedir;
+    for (const env of [{}, { HOME: '' }, { HOME: 'rel' }]) {
+      const error = await refusal(resolvePack(`~/agents/${name}`, { cwd, env }));
+      expect(error.code).toBe('ERR_PACK_NOT_FOUND');
+      expect(error.file).toBe(join(accountHome, 'agents', name));
+    }
+    const home = temp();
+    const dir = writePack(join(home, 'agents', name), 'mine', '1.0.0');
+    expect(await resolvePack(`~/agents/${name}`, { cwd, env: { HOME: home } })).toEqual({
+      dir,
+      source: 'path',
+    });
+    expect((await resolvePack('~', { cwd, env: { HOME: home } })).dir).toBe(home);
   });
 
   test('a bare name that is not installed falls back to a pack folder under cwd', async () => {
