@@ -111,11 +111,16 @@ const HINTS: Record<string, Record<string, string>> = {
 
 /**
  * Library failures the user fixes in their own configuration, which end with exit 2 ("usage or
- * local misconfiguration") while keeping their library code: a bad OCI reference, --plain-http
+ * local misconfiguration") while keeping their library code: an unreadable PACKWARDEN_* variable
+ * (pack-manifest's ERR_ENV_HOME_INVALID, ERR_ENV_FLAG_INVALID), a bad OCI reference, --plain-http
  * off loopback, an unreadable Docker config.json, credentials the registry refuses
  * (packages/store-client/OCI.md "Errors"). Digest, size, manifest and network failures stay 1.
  */
 const USAGE_CODES: Record<string, ReadonlySet<string>> = {
+  // A PACKWARDEN_* variable that cannot be read (a relative PACKWARDEN_HOME, a yes/no setting
+  // such as PACKWARDEN_REQUIRE_SIGNED_PACK=required) is the user's configuration, as a bad flag
+  // is: exit 2 whichever command or library reads it first, never a pack's failure (1).
+  'pack-manifest': new Set(['ERR_ENV_HOME_INVALID', 'ERR_ENV_FLAG_INVALID']),
   'store-client': new Set([
     'ERR_OCI_REF_INVALID',
     'ERR_OCI_PLAIN_HTTP_REFUSED',

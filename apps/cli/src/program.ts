@@ -23,6 +23,9 @@ export function createProgram(io: CliIo, state: RunState): Command {
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
+      // Commander's errors quote the arguments (`unknown option '…'`), which scripts build from
+      // folder and pack names: shown, never obeyed by the terminal, like every other message.
+      outputError: (text, write) => write(terminalSafe(text, { multiline: true })),
     })
     .showHelpAfterError()
     // Before any subcommand exists: commands copy their parent's help layout when created.

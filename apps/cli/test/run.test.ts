@@ -13,6 +13,35 @@ function stateDir(): string {
   return realpathSync(tempDir());
 }
 
+/** A script running a command on a real pseudo-terminal (Python's standard library), answering "yes" when asked. */
+function ptyScript(): string {
+  const script = join(tempDir(), 'pty-run.py');
+  writeFileSync(
+    script,
+    `import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvpe(sys.argv[1], sys.argv[1:], dict(os.environ))
+out, answered = b'', False
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+    if not answered and b'Proceed?' in out:
+        os.write(fd, b'yes\\n')
+        answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode('utf8', 'replace'))
+sys.exit(os.waitstatus_to_exitcode(status))
+`,
+  );
+  return script;
+}
+
 describe('packwarden run', () => {
   test('runs a turn of the example pack in a sandbox child: text, tool calls, and hello.txt', () => {
     const state = stateDir();
@@ -138,31 +167,7 @@ describe('packwarden run', () => {
   });
 
   test('on a terminal it renders live with colours and asks the question', () => {
-    // A real pseudo-terminal, from Python's standard library: answers "yes" when asked.
-    const script = join(tempDir(), 'pty-run.py');
-    writeFileSync(
-      script,
-      `import os, pty, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvpe(sys.argv[1], sys.argv[1:], dict(os.environ))
-out, answered = b'', False
-while True:
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-    if not answered and b'Proceed?' in out:
-        os.write(fd, b'yes\\n')
-        answered = True
-_, status = os.waitpid(pid, 0)
-sys.stdout.write(out.decode('utf8', 'replace'))
-sys.exit(os.waitstatus_to_exitcode(status))
-`,
-    );
+    const script = ptyScript();
     const run = (message: string) =>
       spawnSync(
         'python3',
@@ -182,5 +187,32 @@ sys.exit(os.waitstatus_to_exitcode(status))
     expect(hello.status).toBe(0);
     expect(hello.stdout).toContain('\u001b[36m▸ list_workspace');
     expect(hello.stdout).not.toContain('[tool]');
+  });
+
+  test('a question from the engine cannot drive the terminal: its prompt and options are shown escaped', () => {
+    // The engine is pack code (or the model speaking through it): a question whose prompt holds an
+    // OSC 52 clipboard write and a screen clear reached the terminal raw through readline.
+    const asked = spawnSync(
+      'python3',
+      [
+        ptyScript(),
+        process.execPath,
+        bin,
+        'run',
+        probePack,
+        'ask-hostile',
+        '--state-dir',
+        stateDir(),
+      ],
+      { encoding: 'utf8', env: baseEnv(), timeout: 20_000 },
+    );
+    expect(asked.status).toBe(0);
+    expect(asked.stdout).toContain('outcome:answered');
+    expect(asked.stdout).toContain(
+      '? \\x1b]52;c;cm0gLXJmIH4=\\x07Proceed?\\x1b[2J [yes / \\x1b[8mno]',
+    );
+    expect(asked.stdout).not.toContain('\u001b]52');
+    expect(asked.stdout).not.toContain('\u001b[2J');
+    expect(asked.stdout).not.toContain('\u001b[8m');
   });
 });

@@ -90,6 +90,29 @@ export async function loadTrustRootOrExit(
 }
 
 /**
+ * `run` and `sandbox` read the trust root only to verify a pack whose signature is required: given
+ * without that, `--keys`, `--jwks`, `--pin` or `--lease-url` would check nothing, and the pack
+ * would run unverified while the command line reads as if it were checked. Refused (exit 2,
+ * `ERR_CLI_TRUST_CONFIG`), as installs never ignore them either (`installPolicy`).
+ */
+export function refuseUncheckedTrustFlags(flags: TrustFlags, requireSigned: boolean): void {
+  if (requireSigned) return;
+  const given = [
+    flags.keys !== undefined ? '--keys' : undefined,
+    flags.jwks !== undefined ? '--jwks' : undefined,
+    (flags.pin?.length ?? 0) > 0 ? '--pin' : undefined,
+    flags.leaseUrl !== undefined ? '--lease-url' : undefined,
+  ].filter((flag) => flag !== undefined);
+  if (given.length === 0) return;
+  throw new CliError(
+    `${given.join(', ')} given without --require-signed-pack: nothing would be verified, and the pack would run unchecked`,
+    EXIT.usage,
+    'add --require-signed-pack (or set PACKWARDEN_REQUIRE_SIGNED_PACK=1) to run only a pack whose pack.sig verifies against that trust root, or leave the trust-root flags out',
+    { code: 'ERR_CLI_TRUST_CONFIG' },
+  );
+}
+
+/**
  * `--require-signed` (or `--require-signed-pack`) or `PACKWARDEN_REQUIRE_SIGNED_PACK`. A value of
  * this security variable that is neither yes nor no is a usage error (exit 2), never "off"
  * (docs/sandbox.md; issue 9 W8).

@@ -1,5 +1,4 @@
 import { lstatSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { computePackDigest, formatManifest, type PackDigest } from '@packwarden/pack-digest';
 import type { LoadedManifest } from '@packwarden/pack-manifest';
@@ -8,7 +7,7 @@ import {
   listInstalledPacks,
   type ResolvedPack,
 } from '@packwarden/pack-manifest/resolve';
-import { EXIT } from '../../errors.js';
+import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { resolvePackArgument } from '../../shared/pack-argument.js';
 
@@ -201,7 +200,15 @@ export async function packSchema(io: CliIo, options: { output?: string }): Promi
   const { agentManifestJsonSchema } = await manifestLibrary();
   const text = `${JSON.stringify(agentManifestJsonSchema(), null, 2)}\n`;
   if (options.output) {
-    await writeFile(resolve(io.cwd, options.output), text);
+    const out = resolve(io.cwd, options.output);
+    const { writeFileAtomic } = await import('@packwarden/pack-manifest/fs');
+    try {
+      // Like every file the CLI writes: a temporary file beside it, renamed over it, so a symlink
+      // planted at `out` (in a shared or checked-out folder) is replaced, never written through.
+      await writeFileAtomic(out, text, { mode: 0o644 });
+    } catch (cause) {
+      throw new CliError(`cannot write ${out}: ${(cause as Error).message}`, EXIT.failure);
+    }
     io.stderr.write(`wrote ${safe(options.output)}\n`);
   } else {
     io.stdout.write(text);

@@ -199,7 +199,7 @@ With several packs or --all: 0 when none failed, else the code of the first fail
     ) => {
       if (options.installed) {
         const { packVerifyInstalled } = await import('./verify-installed.js');
-        state.exitCode = await packVerifyInstalled(io, options);
+        state.exitCode = await packVerifyInstalled(io, options, refs);
         return;
       }
       const { packVerify } = await import('./verify.js');

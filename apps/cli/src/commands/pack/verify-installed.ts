@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { loadLock } from '../../shared/lockfile.js';
+import type { TrustFlags } from '../../shared/trust.js';
 
 interface DriftRow {
   key: string;
@@ -77,6 +78,36 @@ function somethingAt(path: string): boolean {
   }
 }
 
+interface InstalledFlags extends TrustFlags {
+  lock?: string;
+  json?: boolean;
+  all?: string;
+  requireSigned?: boolean;
+}
+
+/**
+ * `--installed` compares content with the lock and checks no signature: packs named beside it,
+ * `--all`, `--require-signed` and the trust-root flags would be ignored, and a CI step asking for
+ * signatures would pass on a drift check alone. Each is refused (exit 2), never dropped.
+ */
+function refuseIgnoredFlags(flags: InstalledFlags, refs: readonly string[]): void {
+  const ignored = [
+    refs.length > 0 ? `the packs named (${refs.join(' ')})` : undefined,
+    flags.all !== undefined ? '--all' : undefined,
+    flags.requireSigned === true ? '--require-signed' : undefined,
+    flags.keys !== undefined ? '--keys' : undefined,
+    flags.jwks !== undefined ? '--jwks' : undefined,
+    (flags.pin?.length ?? 0) > 0 ? '--pin' : undefined,
+    flags.leaseUrl !== undefined ? '--lease-url' : undefined,
+  ].filter((flag) => flag !== undefined);
+  if (ignored.length === 0) return;
+  throw new CliError(
+    `pack verify --installed compares installed content with the lock and checks no signature: ${ignored.join(', ')} would be ignored`,
+    EXIT.usage,
+    'run `pack verify --installed --lock FILE` and `pack verify <packs…> | --all DIR` with the trust-root flags as two steps',
+  );
+}
+
 /**
  * `pack verify --installed --lock FILE`: recomputes the pack digest of every installed pack
  * (workspace and $PACKWARDEN_HOME, apps/cli/README.md "Naming a pack") and compares it with the
@@ -86,8 +117,10 @@ function somethingAt(path: string): boolean {
  */
 export async function packVerifyInstalled(
   io: CliIo,
-  flags: { lock?: string; json?: boolean },
+  flags: InstalledFlags,
+  refs: readonly string[] = [],
 ): Promise<number> {
+  refuseIgnoredFlags(flags, refs);
   if (flags.lock === undefined)
     throw new CliError(
       'pack verify --installed needs --lock FILE: installs record no digest to compare with',

@@ -114,7 +114,10 @@ export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags):
   const batch = flags.all !== undefined || refs.length > 1;
   // One pack named alone fails when unsigned (exit 3); a batch passes unsigned packs unless
   // --require-signed or PACKWARDEN_REQUIRE_SIGNED_PACK, which every other command honours too.
-  const requireSigned = !batch || (await requireSignedFrom(io, flags.requireSigned));
+  // The variable is read either way: a bad value is exit 2 here as in every command, never
+  // a pass that the same environment's `run` or `store install` would refuse.
+  const requiredBySetting = await requireSignedFrom(io, flags.requireSigned);
+  const requireSigned = !batch || requiredBySetting;
   const root = await loadTrustRootOrExit(io, flags);
   const verified = await verifyPacks(
     targets.map((target) => target.dir),

@@ -50,7 +50,8 @@ The sandbox holds no credential: each run frame brings baseUrl and modelToken. I
 workspace (a run frame's workspaceRoot is ignored, with one warning), keeps all state under
 --state-dir, and sets PACKWARDEN_SANDBOX=1. Engine output never reaches the protocol channel:
 console output goes to stderr, scrubbed of the run's secrets.
-PACKWARDEN_REQUIRE_SIGNED_PACK=1 is the same as --require-signed-pack.
+PACKWARDEN_REQUIRE_SIGNED_PACK=1 is the same as --require-signed-pack. The trust-root flags
+serve only that check: given without it they are refused (exit 2), never silently ignored.
 Exit codes: 0 closed cleanly, 1 boot failure or uncaught exception, 2 bad usage,
 3–7 the pack's signature was refused (see "packwarden pack verify --help"),
 8 isolation is required and a guarantee cannot be enforced (see "packwarden sandbox doctor").
@@ -119,6 +120,9 @@ Exit codes: 0 every guarantee (fs-read, fs-write, network, processes) is enforce
     `
 The model token comes from --model-token-file FILE|-, then $PACKWARDEN_MODEL_TOKEN; --model-token
 works but puts the token on the command line, where every local user can read it (a warning says so).
+The trust-root flags take effect with --require-signed-pack (or PACKWARDEN_REQUIRE_SIGNED_PACK=1)
+only: given without it they are refused (exit 2), never silently ignored. A bare name that is both
+a folder here and an installed pack is refused as ambiguous (exit 2): write ./name for the folder.
 Exit codes: 0 the turn completed, 1 it failed, 2 bad usage, 8 isolation required but unavailable,
 130 cancelled (Ctrl-C); a sandbox that cannot boot passes its exit code on.
 On a terminal the turn streams as it happens and questions are asked; otherwise questions are

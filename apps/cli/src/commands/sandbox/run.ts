@@ -6,8 +6,9 @@ import { readPackwardenEnv } from '@packwarden/pack-manifest';
 import type { QuestionAnswer, QuestionFrame } from '@packwarden/runner-host';
 import { runInSandbox } from '@packwarden/sandbox';
 import { CliError, EXIT } from '../../errors.js';
-import type { CliIo } from '../../io.js';
-import { requireSignedFrom } from '../../shared/trust.js';
+import { terminalSafe, type CliIo } from '../../io.js';
+import { resolvePackArgument } from '../../shared/pack-argument.js';
+import { refuseUncheckedTrustFlags, requireSignedFrom } from '../../shared/trust.js';
 import { VERSION } from '../../version.js';
 import { isolationMode, modelTokenFrom } from './flags.js';
 import type { RunFlags } from './flags.js';
@@ -20,7 +21,8 @@ const EXIT_CANCELLED = 130;
 function cliBin(): string {
   const bundled = fileURLToPath(new URL('./bin.cjs', import.meta.url));
   if (existsSync(bundled)) return bundled;
-  const fromSource = fileURLToPath(new URL('../../dist/bin.cjs', import.meta.url));
+  // Run from source (src/commands/sandbox/run.ts, in-process tests): the package's build.
+  const fromSource = fileURLToPath(new URL('../../../dist/bin.cjs', import.meta.url));
   if (existsSync(fromSource)) return fromSource;
   throw new CliError(
     'cannot find the packwarden executable to start the sandbox with',
@@ -37,11 +39,21 @@ function trustArgs(flags: RunFlags, cwd: string): string[] {
   return args;
 }
 
+/**
+ * The line a question is asked with. The prompt and its options come from the engine (pack code,
+ * or the model): shown, never obeyed by the terminal, like everything else a turn prints.
+ */
+export function questionPrompt(frame: Pick<QuestionFrame, 'prompt' | 'options'>): string {
+  const choices = frame.options?.length
+    ? ` [${frame.options.map((option) => terminalSafe(option)).join(' / ')}]`
+    : '';
+  return `? ${terminalSafe(frame.prompt, { multiline: true })}${choices} `;
+}
+
 async function ask(frame: QuestionFrame, signal: AbortSignal): Promise<QuestionAnswer> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    const choices = frame.options?.length ? ` [${frame.options.join(' / ')}]` : '';
-    const reply = (await rl.question(`? ${frame.prompt}${choices} `, { signal })).trim();
+    const reply = (await rl.question(questionPrompt(frame), { signal })).trim();
     if (reply === '') return { decline: true };
     if (frame.options?.includes(reply)) return { selected: [reply] };
     return { freeText: reply };
@@ -65,7 +77,11 @@ export async function runPack(
 ): Promise<number> {
   const baseUrl = flags.baseUrl ?? readPackwardenEnv(io.env, 'BASE_URL');
   const requireSigned = await requireSignedFrom(io, flags.requireSignedPack);
+  refuseUncheckedTrustFlags(flags, requireSigned);
   const isolation = isolationMode(io, flags.isolation);
+  // Named the way every pack command names it (a bare name that is both a folder here and an
+  // installed pack is refused as ambiguous), and handed to the sandbox as that folder's path.
+  const { dir } = await resolvePackArgument(io, ref);
   const modelToken = await modelTokenFrom(io, flags, readPackwardenEnv(io.env, 'MODEL_TOKEN'));
 
   const cancel = new AbortController();
@@ -86,7 +102,7 @@ export async function runPack(
   let render: TurnRenderer | undefined;
   process.on('SIGINT', onSigint);
   try {
-    const result = await runInSandbox(ref, message, {
+    const result = await runInSandbox(dir, message, {
       command: { file: process.execPath, args: [cliBin(), 'sandbox'] },
       sandboxArgs: trustArgs(flags, io.cwd),
       cwd: io.cwd,
@@ -102,7 +118,8 @@ export async function runPack(
       client: { name: 'packwarden run', version: VERSION },
       signal: cancel.signal,
       killSignal: kill.signal,
-      onStderr: (chunk) => io.stderr.write(chunk),
+      // The sandbox's stderr carries engine (pack) output: shown, never obeyed by the terminal.
+      onStderr: (chunk) => io.stderr.write(terminalSafe(chunk, { multiline: true })),
       onWelcome: (welcome) => {
         render = flags.json === true ? jsonRenderer(io) : humanRenderer(io);
         render.welcome(welcome);

@@ -2,14 +2,20 @@ import { resolve } from 'node:path';
 import { describePackRefusal, PACK_VERIFICATION_EXIT_CODES } from '@packwarden/pack-signature';
 import { isSandboxError, runDoctor, serveSandbox } from '@packwarden/sandbox';
 import { CliError, EXIT } from '../../errors.js';
-import { printJson, type CliIo } from '../../io.js';
-import { loadTrustRootOrExit, requireSignedFrom } from '../../shared/trust.js';
+import { printJson, terminalSafe, type CliIo } from '../../io.js';
+import {
+  loadTrustRootOrExit,
+  refuseUncheckedTrustFlags,
+  requireSignedFrom,
+} from '../../shared/trust.js';
 import { VERSION } from '../../version.js';
 import { isolationMode } from './flags.js';
 import type { SandboxFlags } from './flags.js';
 
+// Log messages quote what pack code and engines said (an uncaught exception's message and stack
+// too): one line each, shown, never obeyed by the terminal `packwarden run` passes them to.
 function log(level: string, message: string): void {
-  process.stderr.write(`packwarden sandbox: ${level}: ${message}\n`);
+  process.stderr.write(`packwarden sandbox: ${level}: ${terminalSafe(message)}\n`);
 }
 
 function describe(reason: unknown): string {
@@ -61,6 +67,7 @@ export async function sandbox(io: CliIo, flags: SandboxFlags): Promise<number> {
     throw new CliError('packwarden sandbox owns its process: run it as a command', EXIT.usage);
   const cancelGraceMs = nonNegativeInteger(flags.cancelGraceMs, '--cancel-grace-ms', 5000);
   const requireSigned = await requireSignedFrom(io, flags.requireSignedPack);
+  refuseUncheckedTrustFlags(flags, requireSigned);
   const isolation = isolationMode(io, flags.isolation);
   // The trust root is read from the environment the sandbox started with, and never cached on
   // disk: the state dir is writable by pack code (docs/sandbox.md, "Trust root").

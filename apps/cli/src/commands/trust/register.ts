@@ -15,7 +15,13 @@ export function registerTrustCommands(program: Command, { io, state }: CommandCo
         .description(
           'Which source is configured, its status, keys (kid, thumbprint, validity), staleness and warnings',
         )
-        .option('--json', 'print a JSON document'),
+        .option('--json', 'print a JSON document')
+        .addHelpText(
+          'after',
+          `
+Exit codes: 0 the trust root is usable, 2 it is misconfigured (a bad pin, an unreadable or
+malformed keys file, a plain-HTTP URL), 5 none is configured, 6 it is unavailable (retry).`,
+        ),
     ),
     [
       'packwarden trust show   # the PACKWARDEN_* variables',

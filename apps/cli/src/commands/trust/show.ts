@@ -1,7 +1,18 @@
-import { describeTrustRoot } from '@packwarden/trust-root';
+import { classifyTrustRoot, describeTrustRoot, type PackTrustRoot } from '@packwarden/trust-root';
 import { EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { loadTrustRootFromFlags, type TrustFlags } from '../../shared/trust.js';
+
+/**
+ * 0 ok, 5 none configured, 6 unavailable (retry), and 2 when the root is unavailable because of
+ * its own configuration (a bad pin, an unreadable keys file, a plain-HTTP URL): the exit code
+ * every command that checks signatures gives for it (`loadTrustRootOrExit`), never "retry".
+ */
+function exitCodeOf(root: PackTrustRoot): number {
+  if (root.status === 'ok') return EXIT.ok;
+  if (root.status === 'none') return 5;
+  return classifyTrustRoot(root) === 'config' ? EXIT.usage : 6;
+}
 
 export async function trustShow(
   io: CliIo,
@@ -11,7 +22,7 @@ export async function trustShow(
   const description = describeTrustRoot(root);
   if (flags.json) {
     printJson(io, { trustRoot: description });
-    return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
+    return exitCodeOf(root);
   }
   // Key ids, reasons and warnings come from keys files and key servers: shown, never obeyed.
   const lines = [
@@ -36,5 +47,5 @@ export async function trustShow(
     lines.push(`  rejected ${safe(rejected.kid ?? '(no kid)')}: ${safe(rejected.message)}`);
   for (const warning of description.warnings) lines.push(`warning: ${safe(warning)}`);
   io.stdout.write(`${lines.join('\n')}\n`);
-  return root.status === 'ok' ? EXIT.ok : root.status === 'none' ? 5 : 6;
+  return exitCodeOf(root);
 }
