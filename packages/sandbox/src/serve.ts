@@ -218,10 +218,6 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
     return {
       engine,
       runtime,
-      // The set stderr is scrubbed with: each session's host pins its running turn's secrets
-      // there, so no number of other connections' runs can evict them before the turn ends
-      // (on their own the engines only remember them, and the set remembers 256).
-      secrets,
       host: options.host ?? { name: 'packwarden sandbox', version: '0' },
       cancelGraceMs,
       kill: (request) => engine.kill(request),

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import type { EngineRuntime, PackEngine } from '@packwarden/engines';
-import type {
-  EngineRunOptions,
-  KillRequest,
-  RunnerEngine,
-  SecretSet,
+import {
+  runSecretValues,
+  type EngineRunOptions,
+  type KillRequest,
+  type RunnerEngine,
+  type SecretSet,
 } from '@packwarden/runner-host';
 import { SandboxError } from './errors.js';
 import type { ModelOriginLease } from './model-origin.js';
@@ -45,59 +46,15 @@ export function sessionEngine(
     id: info.id,
     displayName: info.displayName,
     async stream(message, options, emitter, runtime, signal) {
-      secrets.addRun(options);
-      if (
-        !warned &&
-        options.workspaceRoot !== undefined &&
-        resolve(options.workspaceRoot) !== workspace
-      ) {
-        warned = true;
-        await emitter.warning(
-          'workspace_root_ignored',
-          `the sandbox works in its own workspace ${workspace}; the run frame's workspaceRoot ${JSON.stringify(options.workspaceRoot)} is ignored`,
-        );
-      }
-      // The workspace is the only folder a turn is given: engines turn a run frame's
-      // `additionalDirectories` into more folders the agent may read and write (claude's
-      // permission rules, codex's writable roots), which is a widening no pack declared, asked
-      // by whoever can connect (docs/sandbox.md, "Its workspace is authoritative").
-      if (options.additionalDirectories !== undefined) {
-        if (!directoriesSaid && options.additionalDirectories.length > 0) {
-          directoriesSaid = true;
-          await emitter.warning(
-            'additional_directories_ignored',
-            `the sandbox gives a turn only its workspace ${workspace}; the run frame's additionalDirectories are ignored`,
-          );
-        }
-        options = withoutAdditionalDirectories(options);
-      }
-      if (!degradedSaid && confinement.degraded !== undefined) {
-        degradedSaid = true;
-        await emitter.warning('isolation_degraded', confinement.degraded);
-      }
-      // The run's model gateway stays reachable through the confinement's proxy, for this turn;
-      // another session's turn cannot swap it meanwhile (ERR_MODEL_ORIGIN_BUSY).
-      let release: (() => void) | undefined;
+      // Pinned in the set stderr is scrubbed with while the turn runs, so that no number of runs
+      // on other connections can evict this turn's token (the set remembers 256 otherwise); the
+      // host scrubs the session's frames with its own set, so one session's "secrets" never
+      // censor another session's frames.
+      const unpin = secrets.pin(runSecretValues(options));
       try {
-        if (options.baseUrl !== undefined)
-          release = confinement.modelOrigin?.acquire(options.baseUrl);
-      } catch (error) {
-        // On the wire as a retryable `failed{code:"model_origin_busy"}` (frame codes are
-        // snake_case: runner-host README, "The protocol").
-        if (error instanceof SandboxError && error.code === 'ERR_MODEL_ORIGIN_BUSY')
-          throw Object.assign(new Error(error.message), {
-            code: 'model_origin_busy',
-            retryable: true,
-            cause: error,
-          });
-        throw error;
-      }
-      try {
-        const current = await get();
-        process.chdir(workspace);
-        return await current.stream(message, options, emitter, runtime, signal);
+        return await streamTurn(message, options, emitter, runtime, signal);
       } finally {
-        release?.();
+        unpin();
       }
     },
     onMaintenance: async (event, runtime) => {
@@ -110,6 +67,64 @@ export function sessionEngine(
     endSession: () => dispose(),
     dispose,
   };
+
+  async function streamTurn(
+    ...[message, options, emitter, runtime, signal]: Parameters<SessionEngine['stream']>
+  ): ReturnType<SessionEngine['stream']> {
+    if (
+      !warned &&
+      options.workspaceRoot !== undefined &&
+      resolve(options.workspaceRoot) !== workspace
+    ) {
+      warned = true;
+      await emitter.warning(
+        'workspace_root_ignored',
+        `the sandbox works in its own workspace ${workspace}; the run frame's workspaceRoot ${JSON.stringify(options.workspaceRoot)} is ignored`,
+      );
+    }
+    // The workspace is the only folder a turn is given: engines turn a run frame's
+    // `additionalDirectories` into more folders the agent may read and write (claude's
+    // permission rules, codex's writable roots), which is a widening no pack declared, asked
+    // by whoever can connect (docs/sandbox.md, "Its workspace is authoritative").
+    if (options.additionalDirectories !== undefined) {
+      if (!directoriesSaid && options.additionalDirectories.length > 0) {
+        directoriesSaid = true;
+        await emitter.warning(
+          'additional_directories_ignored',
+          `the sandbox gives a turn only its workspace ${workspace}; the run frame's additionalDirectories are ignored`,
+        );
+      }
+      options = withoutAdditionalDirectories(options);
+    }
+    if (!degradedSaid && confinement.degraded !== undefined) {
+      degradedSaid = true;
+      await emitter.warning('isolation_degraded', confinement.degraded);
+    }
+    // The run's model gateway stays reachable through the confinement's proxy, for this turn;
+    // another session's turn cannot swap it meanwhile (ERR_MODEL_ORIGIN_BUSY).
+    let release: (() => void) | undefined;
+    try {
+      if (options.baseUrl !== undefined)
+        release = confinement.modelOrigin?.acquire(options.baseUrl);
+    } catch (error) {
+      // On the wire as a retryable `failed{code:"model_origin_busy"}` (frame codes are
+      // snake_case: runner-host README, "The protocol").
+      if (error instanceof SandboxError && error.code === 'ERR_MODEL_ORIGIN_BUSY')
+        throw Object.assign(new Error(error.message), {
+          code: 'model_origin_busy',
+          retryable: true,
+          cause: error,
+        });
+      throw error;
+    }
+    try {
+      const current = await get();
+      process.chdir(workspace);
+      return await current.stream(message, options, emitter, runtime, signal);
+    } finally {
+      release?.();
+    }
+  }
 
   async function dispose(): Promise<void> {
     const pending = engine;
