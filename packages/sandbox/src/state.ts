@@ -1,4 +1,4 @@
-import { mkdirSync, realpathSync } from 'node:fs';
+import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { SandboxError } from './errors.js';
 
@@ -39,6 +39,37 @@ function makeDir(path: string, mode?: number): void {
   }
 }
 
+/**
+ * Makes a folder of `<state>/engine`, which pack code can write: whatever it left there at an
+ * earlier boot is not trusted. A symlink (or anything but a folder) where a folder of the layout
+ * belongs is refused, never followed: the sandbox's own HOME and TMPDIR would otherwise lead
+ * wherever pack code chose (docs/sandbox.md, "All writable state"). The parent is checked first.
+ */
+function makeEngineDir(path: string): void {
+  let info;
+  try {
+    info = lstatSync(path);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new SandboxError(
+        'ERR_STATE_DIR',
+        `cannot inspect ${path}: ${(cause as Error).message}`,
+        {
+          cause,
+        },
+      );
+    }
+    makeDir(path, 0o700);
+    info = lstatSync(path);
+  }
+  if (!info.isDirectory()) {
+    throw new SandboxError(
+      'ERR_UNSAFE_PATH',
+      `refusing to use ${path}: it is ${info.isSymbolicLink() ? 'a symlink' : 'not a folder'}, left in the state by pack code or another process; the sandbox never follows a link it did not create (remove it, or start from a fresh --state-dir)`,
+    );
+  }
+}
+
 /** Creates the state layout (and the workspace). Changes nothing outside the two folders. */
 export async function createSandboxState(
   stateDir: string,
@@ -47,7 +78,7 @@ export async function createSandboxState(
   makeDir(stateDir, 0o700);
   const root = realpathSync(stateDir);
   const engineDir = join(root, 'engine');
-  makeDir(engineDir, 0o700);
+  makeEngineDir(engineDir);
   const env = {
     HOME: join(engineDir, 'home'),
     XDG_CACHE_HOME: join(engineDir, 'cache'),
@@ -59,8 +90,12 @@ export async function createSandboxState(
     PACKWARDEN_HOME: join(root, 'packwarden'),
     PACKWARDEN_SANDBOX: '1',
   };
-  for (const [name, dir] of Object.entries(env))
-    if (name !== 'PACKWARDEN_SANDBOX') makeDir(dir, 0o700);
+  // In this order, each folder's parent first (cache before cache/npm).
+  for (const [name, dir] of Object.entries(env)) {
+    if (name === 'PACKWARDEN_SANDBOX') continue;
+    if (name === 'PACKWARDEN_HOME') makeDir(dir, 0o700);
+    else makeEngineDir(dir);
+  }
   const workspaceDir = workspace ?? join(root, 'workspace');
   makeDir(workspaceDir);
   return {

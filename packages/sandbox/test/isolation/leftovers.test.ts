@@ -4,6 +4,8 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  rmSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -110,6 +112,28 @@ describe('leftovers and masks', () => {
       message: expect.stringContaining(`cannot create ${join(root, 'file', 'state')}`),
     });
   });
+
+  test.each([
+    ['engine/tmp', 'TMPDIR'],
+    ['engine/home', 'HOME'],
+    ['engine/cache/npm', "npm's cache"],
+    ['engine', 'the whole engine folder'],
+  ])(
+    'a symlink pack code left at <state>/%s (%s) is refused at the next boot, never followed',
+    async (planted) => {
+      const stateDir = tempDir();
+      await createSandboxState(stateDir, undefined);
+      const outside = tempDir();
+      writeFileSync(join(outside, 'precious'), 'keep');
+      rmSync(join(stateDir, planted), { recursive: true, force: true });
+      symlinkSync(outside, join(stateDir, planted));
+      await expect(createSandboxState(stateDir, undefined)).rejects.toMatchObject({
+        code: 'ERR_UNSAFE_PATH',
+        message: expect.stringContaining('symlink'),
+      });
+      expect(readdirSync(outside)).toEqual(['precious']);
+    },
+  );
 
   test('a host unix socket inside the pack folder cannot be reached from inside the walls', async () => {
     const root = await layout();
