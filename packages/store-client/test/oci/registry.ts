@@ -3,12 +3,13 @@
 // test with the way to install it, never a skip.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer as createNetServer } from 'node:net';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importPKCS8, SignJWT } from 'jose';
+import { makeCertificate } from './tls.js';
 
 export const REGISTRY_BINARY = process.env.PACKWARDEN_DOCKER_REGISTRY ?? '/usr/bin/docker-registry';
 
@@ -153,29 +154,12 @@ export async function startTokenServer(options: {
   refreshTokens?: Record<string, string>;
 }): Promise<TokenServer> {
   const dir = await mkdtemp(join(tmpdir(), 'pw-token-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-      '-days',
-      '2',
-      '-subj',
-      '/CN=packwarden-test-token-issuer',
-    ],
-    { stdio: 'ignore' },
-  );
-  const certPem = await readFile(join(dir, 'cert.pem'), 'utf8');
-  const key = await importPKCS8(await readFile(join(dir, 'key.pem'), 'utf8'), 'ES256');
+  const { cert: certPem, key: keyPem } = makeCertificate(dir, {
+    subject: '/CN=packwarden-test-token-issuer',
+    days: 2,
+    loopback: false,
+  });
+  const key = await importPKCS8(keyPem, 'ES256');
   const x5c = certPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
   const service = 'packwarden-test-registry';
   const issuer = 'packwarden-test-issuer';

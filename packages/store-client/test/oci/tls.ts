@@ -15,34 +15,32 @@ export interface TlsMaterial {
   cert: string;
 }
 
-/** A self-signed certificate for IP 127.0.0.1, valid one day. */
-export function makeLoopbackCertificate(dir: string): TlsMaterial {
+/**
+ * A self-signed P-256 certificate made by openssl in `dir` (`key.pem`, `cert.pem`): by default
+ * for IP 127.0.0.1, valid one day.
+ */
+export function makeCertificate(
+  dir: string,
+  options: { subject?: string; days?: number; loopback?: boolean } = {},
+): TlsMaterial {
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
   execFileSync(
     'openssl',
     [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+      ...['-keyout', key, '-out', cert, '-days', String(options.days ?? 1)],
+      ...['-subj', options.subject ?? '/CN=127.0.0.1'],
+      ...(options.loopback === false ? [] : ['-addext', 'subjectAltName=IP:127.0.0.1']),
     ],
     { stdio: 'ignore' },
   );
   return { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
+}
+
+/** A self-signed certificate for IP 127.0.0.1, valid one day. */
+export function makeLoopbackCertificate(dir: string): TlsMaterial {
+  return makeCertificate(dir);
 }
 
 export async function serveTls(
