@@ -396,6 +396,7 @@ describe('packwarden env', () => {
       GH_TOKEN: 'ghp_supersecret',
       PACKWARDEN_MODEL_TOKEN: 'sk-secret',
       PACKWARDEN_STORE_URL: 'https://store.example/\u001b[2J',
+      PACKWARDEN_LEASE_URL: 'https://fleet:hunter2-password@control.example/api',
     };
     const text = await cli(['env'], { env });
     expect(text.code).toBe(0);
@@ -407,7 +408,11 @@ describe('packwarden env', () => {
       /^PACKWARDEN_PACK_JWKS_URL +from AGENTHIPPO_PACK_JWKS_URL: https:\/\/keys\.example\/jwks\.json$/m,
     );
     expect(text.stdout).toMatch(/^PACKWARDEN_GITHUB_TOKEN +from GH_TOKEN: \(hidden\)$/m);
-    expect(text.stdout).toMatch(/^PACKWARDEN_LEASE_URL +unset$/m);
+    // A URL's user name and password are credentials, whichever variable holds it.
+    expect(text.stdout).toMatch(
+      /^PACKWARDEN_LEASE_URL +https:\/\/\(hidden\)@control\.example\/api$/m,
+    );
+    expect(text.stdout).not.toContain('hunter2');
     expect(text.stdout).toContain('alias AGENTHIPPO_LEASE_URL');
     expect(text.stdout).toContain('https://store.example/\\x1b[2J');
     expect(text.stdout).not.toContain('secret');
@@ -423,5 +428,6 @@ describe('packwarden env', () => {
     );
     expect(JSON.stringify(json)).not.toContain('sk-secret');
     expect(JSON.stringify(json)).not.toContain('ghp_');
+    expect(JSON.stringify(json)).not.toContain('hunter2');
   });
 });

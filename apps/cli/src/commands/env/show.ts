@@ -25,6 +25,22 @@ function variables(): PackwardenEnvVariable[] {
   return [...byName.values()];
 }
 
+/**
+ * A URL's user name and password are credentials whatever variable holds them
+ * (`PACKWARDEN_BASE_URL=https://user:pass@gateway…`): shown as `(hidden)`, the rest as given.
+ */
+function hideUserinfo(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return value;
+  }
+  if (url.username === '' && url.password === '') return value;
+  const at = value.indexOf('@', value.indexOf('//') + 2);
+  return `${url.protocol}//(hidden)${value.slice(at)}`;
+}
+
 export async function showEnv(io: CliIo, options: { json?: boolean }): Promise<number> {
   const { lookupPackwardenEnv } = await import('@packwarden/pack-manifest/resolve');
   const rows = variables().map((variable) => {
@@ -41,7 +57,7 @@ export async function showEnv(io: CliIo, options: { json?: boolean }): Promise<n
       description: variable.meaning,
       secret: variable.secret === true,
       setBy,
-      value: raw === undefined ? null : variable.secret ? '(hidden)' : raw,
+      value: raw === undefined ? null : variable.secret ? '(hidden)' : hideUserinfo(raw),
       warnings,
     };
   });
