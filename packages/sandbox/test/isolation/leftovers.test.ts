@@ -230,6 +230,23 @@ describe('leftovers and masks', () => {
     },
   );
 
+  test('a pack named through a symlink runs its own engine inside the walls (they mount its real path)', async () => {
+    const state = await createSandboxState(tempDir(), undefined);
+    const canary = join(state.workspace, 'engine-ran');
+    const real = writeTree(join(tempDir(), 'linked-pack'), {
+      'agent.yaml': agentYaml(
+        'linked-pack',
+        '  engine: mine\n  permissions: {fileAccess: workspace-write}\n',
+      ),
+      ...Object.fromEntries(
+        Object.entries(canaryEngine('mine', canary)).map(([k, v]) => [`engines/mine/${k}`, v]),
+      ),
+    });
+    const link = join(tempDir(), 'current');
+    symlinkSync(real, link);
+    await runConfinedTurn(link, state, canary);
+  });
+
   test('with a signature required, an installed signed engine runs inside the walls from its verified copy', async () => {
     const key = await generateKeypair({ kid: 'release' });
     const stateDir = tempDir();
