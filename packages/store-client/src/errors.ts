@@ -27,8 +27,9 @@ export type StoreErrorCode =
   /** An HTTP status other than 2xx (or 304 on revalidation). */
   | 'ERR_STORE_HTTP_STATUS'
   /**
-   * No answer within `timeoutMs`, an index body slower than that, or a download stalled for
-   * `idleTimeoutMs`.
+   * No answer within `timeoutMs`, an index body slower than that, a download stalled for
+   * `idleTimeoutMs`, or a download (archive, tarball, OCI layer) not over within
+   * `downloadTimeoutMs` of its request.
    */
   | 'ERR_STORE_TIMEOUT'
   /**

@@ -1,5 +1,6 @@
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { deadlineError, remainingMs, type DownloadDeadline } from './download-deadline.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
 import { assertFetchable, assertNoDowngrade } from './url-policy.js';
 
@@ -151,14 +152,16 @@ export async function readBounded(
 }
 
 /**
- * A response body as a Node stream that fails when no byte arrives for `idleTimeoutMs` or
- * the body passes `maxBytes`.
+ * A response body as a Node stream that fails when no byte arrives for `idleTimeoutMs`, the
+ * body passes `maxBytes`, or the download is not over by its `deadline` (`ERR_STORE_TIMEOUT`
+ * either way: a store dripping one byte just inside the idle timeout is still cut off).
  */
 export function bodyStream(
   fetched: FetchedResponse,
   options: {
     maxBytes: number;
     idleTimeoutMs: number;
+    deadline: DownloadDeadline;
     tooLarge: () => StoreError;
     signal?: AbortSignal;
   },
@@ -170,9 +173,19 @@ export function bodyStream(
     controller.abort();
     throw options.tooLarge();
   }
+  // The headers took the whole allowance (each hop is bounded by `timeoutMs` alone).
+  const left = remainingMs(options.deadline);
+  if (left <= 0) {
+    controller.abort();
+    throw deadlineError(options.deadline, fetched.url);
+  }
   const source = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
   let total = 0;
   let timer: NodeJS.Timeout | undefined;
+  const stopTimers = (): void => {
+    if (timer) clearTimeout(timer);
+    clearTimeout(deadlineTimer);
+  };
   const limiter = new Transform({
     transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
       arm();
@@ -181,7 +194,7 @@ export function bodyStream(
       callback(null, chunk);
     },
     flush(callback: TransformCallback) {
-      if (timer) clearTimeout(timer);
+      stopTimers();
       callback();
     },
   });
@@ -199,8 +212,13 @@ export function bodyStream(
     timer.unref?.();
   };
   arm();
+  const deadlineTimer = setTimeout(() => {
+    limiter.destroy(deadlineError(options.deadline, fetched.url));
+    controller.abort();
+  }, left);
+  deadlineTimer.unref?.();
   source.on('error', (error) => {
-    if (timer) clearTimeout(timer);
+    stopTimers();
     limiter.destroy(
       isStoreError(error)
         ? error
@@ -216,7 +234,7 @@ export function bodyStream(
     );
   });
   limiter.on('close', () => {
-    if (timer) clearTimeout(timer);
+    stopTimers();
     // Closed before the body ended (refused, aborted, or the reader stopped): drop the
     // connection rather than leave it open and paused.
     if (!source.readableEnded) {

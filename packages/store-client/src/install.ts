@@ -1,6 +1,7 @@
 import { readPackwardenFlag } from '@packwarden/pack-manifest';
 import type { EngineVerification, KeySelector, PackVerification } from '@packwarden/pack-signature';
 import { checkEngine, checkPack } from './artifact-checks.js';
+import { resolveDownloadTimeout } from './download-deadline.js';
 import { abortError, isStoreError, StoreError } from './errors.js';
 import { extractInto, type ExtractResult } from './extract.js';
 import { InstallTarget } from './install-target.js';
@@ -57,6 +58,12 @@ export interface InstallPackOptions {
   maxDownloadBytes?: number;
   /** No byte for this long fails the download. Default 60,000 ms. */
   idleTimeoutMs?: number;
+  /**
+   * The whole download (from its request to its last byte) taking longer fails it with
+   * `ERR_STORE_TIMEOUT`, however steadily bytes arrive. Default 2 hours (7,200,000 ms): 1 GiB at
+   * about 150 KiB/s. Not applied to local archives or the archive cache.
+   */
+  downloadTimeoutMs?: number;
   /** Waiting for another install of the same pack. Default 10 minutes. */
   lockTimeoutMs?: number;
 }
@@ -132,7 +139,11 @@ async function stageArchive(
   store: Store,
   resolved: ResolvedArtifact,
   target: InstallTarget,
-  options: InstallPackOptions & { maxDownloadBytes: number; idleTimeoutMs: number },
+  options: InstallPackOptions & {
+    maxDownloadBytes: number;
+    idleTimeoutMs: number;
+    downloadTimeoutMs: number;
+  },
 ): Promise<StagedArchive> {
   const { onProgress, signal } = options;
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -211,6 +222,7 @@ async function installSteps(
     ...options,
     maxDownloadBytes: options.maxDownloadBytes ?? 1024 * 1024 * 1024,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    downloadTimeoutMs: resolveDownloadTimeout(options.downloadTimeoutMs),
   };
   const requireSigned = options.requireSigned ?? requireSignedFromEnv(env);
   const signal = options.signal;

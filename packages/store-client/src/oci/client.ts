@@ -1,3 +1,4 @@
+import { resolveDownloadTimeout } from '../download-deadline.js';
 import { abortError, isStoreError, StoreError } from '../errors.js';
 import { readBounded, type FetchedResponse, type FetchLike } from '../http.js';
 import type { Env } from '../store.js';
@@ -22,6 +23,8 @@ export interface OciClientOptions {
   timeoutMs?: number;
   /** A body stalled this long fails, ms. Default 60,000. */
   idleTimeoutMs?: number;
+  /** A layer download not over this long after its request fails, ms. Default 7,200,000 (2 h). */
+  downloadTimeoutMs?: number;
   limits?: Partial<OciLimits>;
   signal?: AbortSignal;
   /** Clock for token lifetimes (ms since the epoch). Default `Date.now`. */
@@ -35,6 +38,7 @@ export interface ResolvedOciClientOptions {
   credentials: RegistryCredentials | false | undefined;
   timeoutMs: number;
   idleTimeoutMs: number;
+  downloadTimeoutMs: number;
   limits: OciLimits;
   signal: AbortSignal | undefined;
   now: () => number;
@@ -65,6 +69,7 @@ export function resolveOciClientOptions(options: OciClientOptions): ResolvedOciC
     credentials: options.credentials,
     timeoutMs: positive('timeoutMs', options.timeoutMs, 30_000),
     idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs, 60_000),
+    downloadTimeoutMs: resolveDownloadTimeout(options.downloadTimeoutMs),
     limits,
     signal: options.signal,
     now: options.now ?? Date.now,

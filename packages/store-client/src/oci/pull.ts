@@ -6,6 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isSemver } from '@packwarden/pack-manifest';
+import { startDownloadDeadline } from '../download-deadline.js';
 import { isStoreError, StoreError } from '../errors.js';
 import { bodyStream } from '../http.js';
 import { compareSemver } from '../semver.js';
@@ -316,6 +317,7 @@ export async function pullPackArtifact(
   const session = new RegistrySession(target, resolveOciClientOptions(options));
   const resolved = await resolveWith(session);
   const { layer } = resolved;
+  const deadline = startDownloadDeadline(session.options.downloadTimeoutMs);
   const fetched = await session.send({
     method: 'GET',
     url: session.url(`blobs/${layer.digest}`),
@@ -341,6 +343,7 @@ export async function pullPackArtifact(
     const body = bodyStream(fetched, {
       maxBytes: layer.size,
       idleTimeoutMs: session.options.idleTimeoutMs,
+      deadline,
       tooLarge: tooLong,
       ...(session.options.signal ? { signal: session.options.signal } : {}),
     });

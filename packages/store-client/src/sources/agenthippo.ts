@@ -1,3 +1,4 @@
+import { startDownloadDeadline } from '../download-deadline.js';
 import { StoreError } from '../errors.js';
 import { bodyStream, request, statusError } from '../http.js';
 import type { StoreContext } from '../store-context.js';
@@ -19,10 +20,16 @@ import {
 export async function openGithubTarball(
   ctx: StoreContext,
   source: { url: URL; tag: string },
-  options: { maxDownloadBytes: number; idleTimeoutMs: number; signal?: AbortSignal | undefined },
+  options: {
+    maxDownloadBytes: number;
+    idleTimeoutMs: number;
+    downloadTimeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
   report: DownloadReport,
 ): Promise<Opened> {
   const signal = options.signal;
+  const deadline = startDownloadDeadline(options.downloadTimeoutMs);
   const fetched = await request(source.url, {
     fetch: ctx.fetch,
     headers: {
@@ -43,6 +50,7 @@ export async function openGithubTarball(
   const body = bodyStream(fetched, {
     maxBytes: options.maxDownloadBytes,
     idleTimeoutMs: options.idleTimeoutMs,
+    deadline,
     tooLarge: () =>
       new StoreError(
         'ERR_DOWNLOAD_TOO_LARGE',

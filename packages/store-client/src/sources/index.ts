@@ -16,7 +16,12 @@ export type { Opened } from './meter.js';
 export async function openArchive(
   ctx: StoreContext,
   resolved: ResolvedArtifact,
-  options: { maxDownloadBytes: number; idleTimeoutMs: number; signal?: AbortSignal | undefined },
+  options: {
+    maxDownloadBytes: number;
+    idleTimeoutMs: number;
+    downloadTimeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
   useCache: boolean,
   report: DownloadReport,
 ): Promise<Opened> {

@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { archiveCachePath } from '../cache.js';
+import { startDownloadDeadline } from '../download-deadline.js';
 import { StoreError } from '../errors.js';
 import { bodyStream, request, statusError } from '../http.js';
 import type { StoreContext } from '../store-context.js';
@@ -26,7 +27,7 @@ import {
 export async function openStaticArchive(
   ctx: StoreContext,
   source: { url: URL; size: number; sha256: string },
-  options: { idleTimeoutMs: number; signal?: AbortSignal | undefined },
+  options: { idleTimeoutMs: number; downloadTimeoutMs: number; signal?: AbortSignal | undefined },
   useCache: boolean,
   report: DownloadReport,
 ): Promise<Opened> {
@@ -56,6 +57,7 @@ export async function openStaticArchive(
       };
     }
   }
+  const deadline = startDownloadDeadline(options.downloadTimeoutMs);
   const fetched = await request(source.url, {
     fetch: ctx.fetch,
     headers: IDENTITY,
@@ -82,6 +84,7 @@ export async function openStaticArchive(
   const body = bodyStream(fetched, {
     maxBytes: source.size,
     idleTimeoutMs: options.idleTimeoutMs,
+    deadline,
     tooLarge: () =>
       new StoreError(
         'ERR_DOWNLOAD_SIZE_MISMATCH',
