@@ -49,6 +49,7 @@ export const WIRE_ERROR_CODES = [
   'too_many_secrets',
   'input_budget_exceeded',
   'too_many_connections',
+  'hello_timeout',
 ] as const;
 
 export const capabilitiesSchema = z.object({

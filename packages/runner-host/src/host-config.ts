@@ -2,7 +2,7 @@ import type { RunnerEngine } from './engine.js';
 import { RunnerHostError } from './errors.js';
 import { MAX_FRAME_BYTES, type PeerInfo } from './frames.js';
 import type { HostTimers, RunnerHostOptions } from './host.js';
-import { nonNegative } from './host-limits.js';
+import { nonNegative, timerDelay } from './host-limits.js';
 
 const DEFAULT_HOST: PeerInfo = { name: '@packwarden/runner-host' };
 
@@ -23,6 +23,8 @@ export interface HostConfig<TRuntime> {
   highWaterBytes: number;
   maxBufferedOutputBytes: number;
   flushTimeoutMs: number;
+  /** How long the session waits for a completed handshake; `undefined`: as long as it lives. */
+  helloTimeoutMs: number | undefined;
   timers: HostTimers;
   hostInfo: PeerInfo;
 }
@@ -63,6 +65,7 @@ export function resolveHostConfig<TRuntime>(
       'maxBufferedOutputBytes',
     ),
     flushTimeoutMs: nonNegative(options.flushTimeoutMs, 30_000, 'flushTimeoutMs'),
+    helloTimeoutMs: timerDelay(options.helloTimeoutMs, 'helloTimeoutMs'),
     timers: options.timers ?? defaultTimers,
     hostInfo: options.host ?? DEFAULT_HOST,
   };

@@ -90,3 +90,21 @@ export function nonNegative(value: number | undefined, fallback: number, name: s
   }
   return value;
 }
+
+/**
+ * The longest delay a Node timer takes: a longer one (or a fraction below 1) is not refused but
+ * replaced by 1 ms, which would turn "wait a very long time" into "fire at once".
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** An optional deadline in ms: `undefined` (none) or a number from 1 to {@link MAX_TIMER_MS}. */
+export function timerDelay(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isFinite(value) || value < 1 || value > MAX_TIMER_MS) {
+    throw new RunnerHostError(
+      'ERR_INVALID_OPTIONS',
+      `${name} must be a number of milliseconds from 1 to ${MAX_TIMER_MS}`,
+    );
+  }
+  return value;
+}

@@ -97,7 +97,25 @@ export class HostTransport {
 
   /** A diagnostic: to the logger and as a `log` frame, capped and scrubbed of secrets. */
   readonly log = (level: LogLevel, message: string, code?: string, runId?: string): void => {
-    const { secrets, logger, highWaterBytes } = this.#options;
+    const { highWaterBytes } = this.#options;
+    const entry = this.report(level, message, code, runId);
+    // Logs are the one frame kind that may be dropped: a driver that floods the host with
+    // garbage and does not read must not grow our memory, and a log over the frame cap (a
+    // long message under a small `maxFrameBytes`) must not throw into the driver's input.
+    if (this.#writer.bufferedBytes >= highWaterBytes) return;
+    try {
+      this.#writer.write({ type: 'log', ...entry });
+    } catch {
+      // Dropped, like a log while the output is backed up.
+    }
+  };
+
+  /**
+   * A diagnostic for the embedder's logger only (capped and scrubbed of secrets), for what the
+   * driver is told by another frame (a `fatal`). Returns the entry as reported.
+   */
+  report(level: LogLevel, message: string, code?: string, runId?: string): RunnerHostLogEntry {
+    const { secrets, logger } = this.#options;
     const entry: RunnerHostLogEntry = {
       level,
       message: secrets.scrubText(capString(message, HOST_LIMITS.textFieldChars)),
@@ -110,16 +128,8 @@ export class HostTransport {
     } catch {
       // A broken logger must not take the session down.
     }
-    // Logs are the one frame kind that may be dropped: a driver that floods the host with
-    // garbage and does not read must not grow our memory, and a log over the frame cap (a
-    // long message under a small `maxFrameBytes`) must not throw into the driver's input.
-    if (this.#writer.bufferedBytes >= highWaterBytes) return;
-    try {
-      this.#writer.write({ type: 'log', ...entry });
-    } catch {
-      // Dropped, like a log while the output is backed up.
-    }
-  };
+    return entry;
+  }
 
   /** Queues a frame; one that cannot be encoded (over the cap) is dropped and logged. */
   readonly send = (frame: object): void => {

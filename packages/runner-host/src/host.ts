@@ -73,6 +73,14 @@ export interface RunnerHostOptions<TRuntime = unknown> {
    * (and `output` is destroyed when `endOutput`). Default 30000 ms.
    */
   flushTimeoutMs?: number;
+  /**
+   * How long the session waits for the driver's `hello` (a complete line, answered by `welcome`)
+   * before it sends `fatal{code:"hello_timeout"}` and stops. Default: no limit, since a stdio
+   * host has one driver, which owns the process and can end it; `serveRunnerSocket` sets it
+   * for every connection (its own option `helloTimeoutMs`, default 10000 ms). From 1 to
+   * 2147483647 ms.
+   */
+  helloTimeoutMs?: number;
   /** Receives the host's diagnostics (also sent as `log` frames), scrubbed of secrets. */
   logger?: (entry: RunnerHostLogEntry) => void;
   timers?: HostTimers;
@@ -155,6 +163,13 @@ export function startRunnerHost<TRuntime>(options: RunnerHostOptions<TRuntime>):
   const admission = new RunAdmission(secrets, config.engines, config.defaultEngine);
   const dispatcher = new HostDispatcher({ handshake, admission, runs, transport, stop });
   transport.read({ onFrame: dispatcher.onFrame, onEnd: stop });
+  if (config.helloTimeoutMs !== undefined) {
+    handshake.expectHelloWithin(config.helloTimeoutMs, timers, (fatal) => {
+      transport.report('warn', fatal.message, fatal.code);
+      transport.send(fatal);
+      stop('fatal');
+    });
+  }
 
   // README "Rules in detail", Ending: every run gets its terminal frame, then `bye`, the engines
   // (this session's state, and the engines themselves when this host owns them), the output.

@@ -7,9 +7,16 @@ import { RunnerHostError } from './errors.js';
 import type { RunnerEngine } from './engine.js';
 import { assertSocketPathFits } from './socket-path.js';
 import { startRunnerHost, type RunnerHostOptions } from './host.js';
+import { timerDelay } from './host-limits.js';
 
-/** What each connection's host is started with (its `input` and `output` are the connection). */
-export type SocketSessionOptions<TRuntime> = Omit<RunnerHostOptions<TRuntime>, 'input' | 'output'>;
+/**
+ * What each connection's host is started with (its `input` and `output` are the connection; its
+ * `helloTimeoutMs` is the server's).
+ */
+export type SocketSessionOptions<TRuntime> = Omit<
+  RunnerHostOptions<TRuntime>,
+  'input' | 'output' | 'helloTimeoutMs'
+>;
 
 export interface RunnerSocketServerOptions<TRuntime> {
   /** Options of the host started for each connection (called once per connection). */
@@ -25,6 +32,13 @@ export interface RunnerSocketServerOptions<TRuntime> {
    * Default 64 MiB.
    */
   maxBufferedInputBytes?: number;
+  /**
+   * How long a connection may take to complete its handshake (a whole `hello` line). One that
+   * has not is sent `fatal{code:"hello_timeout"}` and closed, which frees its slot: otherwise
+   * `maxConnections` silent connections (anyone who may open the socket) would lock every driver
+   * out for as long as they stay open. Default 10000 ms; from 1 to 2147483647.
+   */
+  helloTimeoutMs?: number;
   /** Mode of the socket file. Default `0o660`. */
   mode?: number;
   /** How long the probe of an existing socket may wait for an answer. Default 1000 ms. */
@@ -46,6 +60,10 @@ export interface RunnerSocketServer {
 
 const DEFAULT_MAX_CONNECTIONS = 8;
 const DEFAULT_MAX_BUFFERED_INPUT = 64 * 1024 * 1024;
+// A driver sends `hello` as soon as it connects (`connectRunnerSocket` does, in the same tick):
+// seconds leave room for a loaded machine, and a stuck slot frees well within a client's own
+// 30 s idle timeout.
+const DEFAULT_HELLO_TIMEOUT_MS = 10_000;
 
 function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | null)?.code;
@@ -210,6 +228,8 @@ export async function serveRunnerSocket<TRuntime>(
     'maxConnections',
   );
   const budget = new InputBudget(options.maxBufferedInputBytes ?? DEFAULT_MAX_BUFFERED_INPUT);
+  const helloTimeoutMs =
+    timerDelay(options.helloTimeoutMs, 'helloTimeoutMs') ?? DEFAULT_HELLO_TIMEOUT_MS;
   const mode = options.mode ?? 0o660;
   const probeTimeoutMs = options.probeTimeoutMs ?? 1000;
 
@@ -256,6 +276,7 @@ export async function serveRunnerSocket<TRuntime>(
         ...session,
         disposeEngines: false,
         inputBudget: budget,
+        helloTimeoutMs,
         input,
         output: socket,
       }).done.then(() => {

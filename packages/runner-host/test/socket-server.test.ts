@@ -197,6 +197,32 @@ describe('socket paths too long for the kernel (ERR_SOCKET_PATH)', () => {
     expect(accepted).toHaveLength(0);
     expect(received).toEqual([]);
   });
+
+  it('the conformance kit refuses such a path too: RawPeer.open never reaches a socket planted at the cut name', async () => {
+    const shared = await dir();
+    const planted = join(shared, 'p'.repeat(108 - shared.length - 1));
+    const path = join(`${planted}${'q'.repeat(20)}`, 'host.sock');
+    expect(cutByNode(path)).toBe(planted);
+    const accepted: Socket[] = [];
+    const attacker = createServer((connection) => void accepted.push(connection));
+    await new Promise<void>((resolve) => attacker.listen(planted, resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const connection of accepted) connection.destroy();
+          attacker.close(() => resolve());
+        }),
+    );
+    const settled = await RawPeer.open({ socket: path }).then(
+      async (opened) => {
+        await opened.close();
+        return 'connected to the planted socket';
+      },
+      (error: unknown) => error,
+    );
+    expect(settled).toMatchObject({ code: 'ERR_SOCKET_PATH' });
+    expect(accepted).toHaveLength(0);
+  });
 });
 
 describe('serveRunnerSocket: connections and input memory (issue 9 W14)', () => {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { FrameDecoder, encodeFrame } from '../codec.js';
+import { assertSocketPathFits } from '../socket-path.js';
 
 /**
  * Where the host under test is: a command line started per case (stdio) or a socket path. A
@@ -113,6 +114,8 @@ export class RawPeer {
       });
       return new RawPeer(child.stdout, child.stdin, child, options.recordRaw ?? false);
     }
+    // As `connectRunnerSocket`: Node would connect to a cut, shorter name (socket-path.ts).
+    assertSocketPathFits(target.socket, 'the socket path');
     const socket = createConnection({ path: target.socket, allowHalfOpen: true });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
