@@ -7,6 +7,12 @@ export const DIGEST_EXCLUDED_PATH = 'pack.sig';
 export interface PackDigestLimits {
   /** Files and symlinks counted together. Default 200,000. */
   maxEntries: number;
+  /**
+   * Folders below the root. Default 100,000. Folders are not entries (an empty one changes no
+   * digest), so `maxEntries` does not count them: without this bound a tree of millions of empty
+   * folders is walked to the end.
+   */
+  maxFolders: number;
   /** Folder nesting below the root. Default 64. */
   maxDepth: number;
   /** UTF-8 bytes of one pack-relative path. Default 4,096. */
@@ -15,6 +21,7 @@ export interface PackDigestLimits {
 
 export const DEFAULT_DIGEST_LIMITS: Readonly<PackDigestLimits> = Object.freeze({
   maxEntries: 200_000,
+  maxFolders: 100_000,
   maxDepth: 64,
   maxPathBytes: 4096,
 });

@@ -17,6 +17,8 @@ export type PackDigestErrorCode =
   | 'ERR_DIGEST_NFC_COLLISION'
   /** More entries than `maxEntries`. */
   | 'ERR_DIGEST_TOO_MANY_ENTRIES'
+  /** More folders below the root than `maxFolders`. */
+  | 'ERR_DIGEST_TOO_MANY_FOLDERS'
   /** Folders nested deeper than `maxDepth`. */
   | 'ERR_DIGEST_TOO_DEEP'
   /** A path longer than `maxPathBytes` UTF-8 bytes. */

@@ -170,6 +170,11 @@ describe('no thread outlives a failed digest', () => {
       { maxEntries: 9 },
     ],
     [
+      'ERR_DIGEST_TOO_MANY_FOLDERS',
+      (root: string) => mkdirSync(join(root, 'z', 'y')),
+      { maxFolders: 1 },
+    ],
+    [
       'ERR_DIGEST_TOO_DEEP',
       (root: string) => mkdirSync(join(root, 'z', 'y', 'x'), { recursive: true }),
       { maxDepth: 2 },
