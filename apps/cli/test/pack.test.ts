@@ -396,7 +396,7 @@ describe('packwarden env', () => {
       GH_TOKEN: 'ghp_supersecret',
       PACKWARDEN_MODEL_TOKEN: 'sk-secret',
       PACKWARDEN_STORE_URL: 'https://store.example/\u001b[2J',
-      PACKWARDEN_LEASE_URL: 'https://fleet:hunter2-password@control.example/api',
+      PACKWARDEN_LEASE_URL: 'https://fleet:hunter2@pass@control.example/api',
     };
     const text = await cli(['env'], { env });
     expect(text.code).toBe(0);
@@ -413,6 +413,7 @@ describe('packwarden env', () => {
       /^PACKWARDEN_LEASE_URL +https:\/\/\(hidden\)@control\.example\/api$/m,
     );
     expect(text.stdout).not.toContain('hunter2');
+    expect(text.stdout).not.toContain('pass@');
     expect(text.stdout).toContain('alias AGENTHIPPO_LEASE_URL');
     expect(text.stdout).toContain('https://store.example/\\x1b[2J');
     expect(text.stdout).not.toContain('secret');

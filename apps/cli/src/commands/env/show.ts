@@ -37,8 +37,11 @@ function hideUserinfo(value: string): string {
     return value;
   }
   if (url.username === '' && url.password === '') return value;
-  const at = value.indexOf('@', value.indexOf('//') + 2);
-  return `${url.protocol}//(hidden)${value.slice(at)}`;
+  // Rebuilt from the parsed URL: its user information ends at the last `@` before the host,
+  // which a password may itself contain.
+  url.username = '';
+  url.password = '';
+  return url.href.replace(`${url.protocol}//`, `${url.protocol}//(hidden)@`);
 }
 
 export async function showEnv(io: CliIo, options: { json?: boolean }): Promise<number> {
