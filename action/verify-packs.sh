@@ -30,6 +30,67 @@ fail_usage() {
   exit 2
 }
 
+# Sets the variable named $1 from a true/false input ($2 its name, $3 its value), spelled as
+# require-signed accepts it; anything else is a usage error. Not a $(…): exit in a subshell would
+# end only the subshell.
+read_boolean() {
+  case "$3" in
+    true | TRUE | True | 1 | yes) printf -v "$1" true ;;
+    false | FALSE | False | 0 | no) printf -v "$1" false ;;
+    *) fail_usage "$2 must be true or false, not '$3'" ;;
+  esac
+}
+
+# Every input is checked before anything is installed or run.
+args=(pack verify --all "$packs_dir" --json)
+[ -n "${INPUT_KEYS:-}" ] && args+=(--keys "$INPUT_KEYS")
+[ -n "${INPUT_JWKS_URL:-}" ] && args+=(--jwks "$INPUT_JWKS_URL")
+[ -n "${INPUT_LEASE_URL:-}" ] && args+=(--lease-url "$INPUT_LEASE_URL")
+pins=0
+if [ -n "${INPUT_PINS:-}" ]; then
+  while IFS= read -r pin; do
+    pin=$(printf '%s' "$pin" | tr -d '[:space:]')
+    [ -n "$pin" ] && args+=(--pin "$pin") && pins=$((pins + 1))
+  done < <(printf '%s\n' "$INPUT_PINS" | tr ',' '\n')
+  # Pins that pin nothing (" , ") are a mistake, never "no pins" (trust-root's own rule).
+  [ "$pins" -gt 0 ] || fail_usage "pins names no thumbprint; give at least one RFC 7638 thumbprint"
+fi
+# A JWKS URL without pins trusts whatever the URL serves. Pins often come from a secret, which
+# GitHub leaves empty for pull requests from forks: an empty pins input then must not quietly
+# mean "unpinned". Unpinned is a choice the workflow states (jwks-unpinned: true).
+read_boolean jwks_unpinned jwks-unpinned "${INPUT_JWKS_UNPINNED:-false}"
+if [ -n "${INPUT_JWKS_URL:-}" ] && [ "$pins" -eq 0 ] && [ "$jwks_unpinned" = false ]; then
+  fail_usage "jwks-url is given without pins (an empty secret, on a pull request from a fork?): give pins, or set jwks-unpinned: true to trust every key the URL serves"
+fi
+case "${INPUT_REQUIRE_SIGNED:-true}" in
+  true | TRUE | True | 1 | yes) args+=(--require-signed) ;;
+  false | FALSE | False | 0 | no | '') ;;
+  *) fail_usage "require-signed must be true or false, not '${INPUT_REQUIRE_SIGNED}'" ;;
+esac
+
+# The keys file decides which signatures count. Inside the checkout, the pull request under test
+# can change it as easily as a pack: add its own key, then sign its change with it. So a keys file
+# in the checkout (by its path or where its links lead) is refused unless the workflow says that
+# file is protected (keys-in-checkout: true, e.g. CODEOWNERS review or runs on trusted refs only).
+read_boolean keys_in_checkout keys-in-checkout "${INPUT_KEYS_IN_CHECKOUT:-false}"
+# Node, not realpath(1): macOS runners' realpath has no -m or -s.
+keys_where() {
+  node -e '
+    const { isAbsolute, relative, resolve, sep } = require("node:path");
+    const { realpathSync } = require("node:fs");
+    const real = (p) => { try { return realpathSync.native(p); } catch { return resolve(p); } };
+    const inside = (a, b) => { const r = relative(b, a); return r === "" || (r !== ".." && !r.startsWith(".." + sep) && !isAbsolute(r)); };
+    const [keys, checkout] = process.argv.slice(1);
+    const found = [resolve(keys), real(keys)].some((k) => [resolve(checkout), real(checkout)].some((c) => inside(k, c)));
+    console.log(found ? "inside" : "outside");
+  ' "$1" "$2"
+}
+# Anything but a plain "outside" (node failing included) counts as inside: fail closed.
+if [ -n "${INPUT_KEYS:-}" ] && [ -n "${GITHUB_WORKSPACE:-}" ] && [ "$keys_in_checkout" = false ] &&
+  [ "$(keys_where "$INPUT_KEYS" "$GITHUB_WORKSPACE" || true)" != outside ]; then
+  fail_usage "the keys file $INPUT_KEYS is inside the checkout ($GITHUB_WORKSPACE), which the pull request under test can change: it could add its own key and sign its change with it. Give the keys from outside the checkout (a secret or variable written to \$RUNNER_TEMP, or jwks-url with pins), or set keys-in-checkout: true if that file is protected (CODEOWNERS review, or a workflow that runs only on trusted refs)"
+fi
+
 if [ -n "${PACKWARDEN_BIN:-}" ]; then
   read -r -a packwarden <<<"$PACKWARDEN_BIN"
 else
@@ -54,49 +115,6 @@ else
   installed=$(node -p 'require(process.argv[1]).version' "$work/packwarden/node_modules/packwarden/package.json")
   [ "$installed" = "$version" ] || fail_usage "npm installed packwarden $installed, not $version"
   packwarden=("$work/packwarden/node_modules/.bin/packwarden")
-fi
-
-args=(pack verify --all "$packs_dir" --json)
-[ -n "${INPUT_KEYS:-}" ] && args+=(--keys "$INPUT_KEYS")
-[ -n "${INPUT_JWKS_URL:-}" ] && args+=(--jwks "$INPUT_JWKS_URL")
-[ -n "${INPUT_LEASE_URL:-}" ] && args+=(--lease-url "$INPUT_LEASE_URL")
-if [ -n "${INPUT_PINS:-}" ]; then
-  while IFS= read -r pin; do
-    pin=$(printf '%s' "$pin" | tr -d '[:space:]')
-    [ -n "$pin" ] && args+=(--pin "$pin")
-  done < <(printf '%s\n' "$INPUT_PINS" | tr ',' '\n')
-fi
-case "${INPUT_REQUIRE_SIGNED:-true}" in
-  true | TRUE | True | 1 | yes) args+=(--require-signed) ;;
-  false | FALSE | False | 0 | no | '') ;;
-  *) fail_usage "require-signed must be true or false, not '${INPUT_REQUIRE_SIGNED}'" ;;
-esac
-
-# The keys file decides which signatures count. Inside the checkout, the pull request under test
-# can change it as easily as a pack: add its own key, then sign its change with it. So a keys file
-# in the checkout (by its path or where its links lead) is refused unless the workflow says that
-# file is protected (keys-in-checkout: true, e.g. CODEOWNERS review or runs on trusted refs only).
-case "${INPUT_KEYS_IN_CHECKOUT:-false}" in
-  true) keys_in_checkout=true ;;
-  false) keys_in_checkout=false ;;
-  *) fail_usage "keys-in-checkout must be true or false, not '${INPUT_KEYS_IN_CHECKOUT}'" ;;
-esac
-# Node, not realpath(1): macOS runners' realpath has no -m or -s.
-keys_where() {
-  node -e '
-    const { isAbsolute, relative, resolve, sep } = require("node:path");
-    const { realpathSync } = require("node:fs");
-    const real = (p) => { try { return realpathSync(p); } catch { return resolve(p); } };
-    const inside = (a, b) => { const r = relative(b, a); return r === "" || (r !== ".." && !r.startsWith(".." + sep) && !isAbsolute(r)); };
-    const [keys, checkout] = process.argv.slice(1);
-    const found = [resolve(keys), real(keys)].some((k) => [resolve(checkout), real(checkout)].some((c) => inside(k, c)));
-    console.log(found ? "inside" : "outside");
-  ' "$1" "$2"
-}
-# Anything but a plain "outside" (node failing included) counts as inside: fail closed.
-if [ -n "${INPUT_KEYS:-}" ] && [ -n "${GITHUB_WORKSPACE:-}" ] && [ "$keys_in_checkout" = false ] &&
-  [ "$(keys_where "$INPUT_KEYS" "$GITHUB_WORKSPACE" || true)" != outside ]; then
-  fail_usage "the keys file $INPUT_KEYS is inside the checkout ($GITHUB_WORKSPACE), which the pull request under test can change: it could add its own key and sign its change with it. Give the keys from outside the checkout (a secret or variable written to \$RUNNER_TEMP, or jwks-url with pins), or set keys-in-checkout: true if that file is protected (CODEOWNERS review, or a workflow that runs only on trusted refs)"
 fi
 
 status=0

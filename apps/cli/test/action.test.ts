@@ -189,6 +189,36 @@ describe('the GitHub Action and a keys file the pull request could change', () =
   });
 });
 
+describe('the GitHub Action and pins that pin nothing', () => {
+  test('pins naming no thumbprint, or a jwks-url without pins, are refused before packwarden runs', async () => {
+    const { dir, fleet } = await fleetWithKey();
+    const report = join(dir, 'packwarden-verify.json');
+    const jwks = 'https://keys.example/.well-known/jwks.json';
+    for (const inputs of [
+      // Pins given that pin nothing are a mistake, even where unpinned is allowed.
+      { INPUT_JWKS_URL: jwks, INPUT_PINS: ' , \n ', INPUT_JWKS_UNPINNED: 'true' },
+      // An empty secret on a pull request from a fork: the pins input arrives empty.
+      { INPUT_JWKS_URL: jwks, INPUT_PINS: '' },
+      { INPUT_JWKS_URL: jwks, INPUT_JWKS_UNPINNED: 'maybe' },
+    ]) {
+      const result = runAction(dir, { INPUT_PACKS_DIR: fleet, ...inputs });
+      expect(result.status, JSON.stringify(inputs)).toBe(2);
+      expect(runnerCommands(result.stdout)).toEqual([
+        expect.objectContaining({ command: 'error', properties: { title: 'packwarden' } }),
+      ]);
+      expect(existsSync(report)).toBe(false);
+    }
+    // Unpinned by choice: packwarden runs (and fails to reach the URL, which is not the point).
+    const unpinned = runAction(dir, {
+      INPUT_PACKS_DIR: fleet,
+      INPUT_JWKS_URL: 'http://127.0.0.1:9/jwks.json',
+      INPUT_JWKS_UNPINNED: 'true',
+    });
+    expect(unpinned.status).not.toBe(2);
+    expect(existsSync(report)).toBe(true);
+  });
+});
+
 describe('the GitHub Action on a misconfigured packs-dir', () => {
   test('a folder with no packs fails the job (exit 1) with one error annotation', async () => {
     const { dir, keysFile } = await fleetWithKey();
