@@ -11,7 +11,10 @@ export type CliErrorCode =
   | 'ERR_CLI_PACK_AMBIGUOUS'
   /** `pack verify --all DIR` found no pack folder under DIR: nothing was verified. */
   | 'ERR_CLI_NO_PACKS'
-  /** The trust-root flags or variables are misconfigured (bad pin, unreadable keys file…). */
+  /**
+   * The trust-root flags or variables are misconfigured (bad pin, unreadable keys file…), or given
+   * where nothing would be verified (`run` / `sandbox` without a required signature).
+   */
   | 'ERR_CLI_TRUST_CONFIG'
   /** A private key file is missing, unsafe (readable by others), too large or not writable. */
   | 'ERR_CLI_KEY_FILE'

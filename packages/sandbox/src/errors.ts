@@ -10,9 +10,10 @@ export type SandboxErrorCode =
   /** The state folder (or the workspace) cannot be created or used. */
   | 'ERR_STATE_DIR'
   /**
-   * A folder the sandbox writes into (the verified copy under the state folder, or the pack's
-   * place in the workspace, `.packwarden/agents/<name>/`) is reached through a symlink or a
-   * non-folder the sandbox did not create: refused, nothing removed or written.
+   * A folder the sandbox writes into (the verified copy under the state folder, the pack's
+   * place in the workspace, `.packwarden/agents/<name>/`, or a folder of `<state>/engine`: HOME,
+   * TMPDIR, the XDG folders, npm's cache) is reached through a symlink or a non-folder the
+   * sandbox did not create: refused, nothing removed or written.
    */
   | 'ERR_UNSAFE_PATH'
   /** The workspace and the pack overlap (one inside the other): syncing would empty or recurse into the pack. */

@@ -180,7 +180,10 @@ Exit codes: 0 verified, 1 invalid (bad signature, changed content, wrong identit
 2 usage or configuration error, 3 unsigned, 4 untrusted key, 5 no trust root configured,
 6 trust root unavailable (retry), 7 genuine signature over a digest whose rules are not public.
 With several packs or --all: 0 when none failed, else the code of the first failure;
---all on a folder holding no pack fails (1).`,
+--all on a folder holding no pack fails (1).
+--installed --lock FILE checks content against the lock, no signature: packs, --all,
+--require-signed and trust-root flags beside it are refused, and PACKWARDEN_REQUIRE_SIGNED_PACK
+does not apply to it.`,
   );
   addExamples(verify, [
     'packwarden pack verify ./my-pack --jwks https://example.com/.well-known/jwks.json --pin S9FC_5c2n3eZEAD1bQ_46jn24OADyXq0kITicUEUpgs',
