@@ -38,8 +38,8 @@ export type PackManifestErrorCode =
   /** `current.txt` of an installed pack is missing, empty or not a version. */
   | 'ERR_PACK_CURRENT_INVALID'
   /**
-   * `findPackFolders`: the tree holds more packs or folders than its bounds allow, or a pack
-   * folder deeper than `maxDepth`.
+   * `findPackFolders`: the tree holds more packs or folders than its bounds allow, a pack
+   * folder deeper than `maxDepth`, or a symlinked folder leading to folders deeper than that.
    */
   | 'ERR_PACK_SEARCH_TOO_LARGE'
   /**

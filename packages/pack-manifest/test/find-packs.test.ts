@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -116,6 +116,132 @@ describe('findPackFolders', () => {
       rmSync(outside, { recursive: true, force: true });
       rmSync(further, { recursive: true, force: true });
     }
+  });
+
+  describe('symlinked folders', () => {
+    let base: string;
+    let outside: string;
+    beforeEach(() => {
+      base = mkdtempSync(join(tmpdir(), 'pw-find-base-'));
+      outside = mkdtempSync(join(tmpdir(), 'pw-find-outside-'));
+    });
+    afterEach(() => {
+      rmSync(base, { recursive: true, force: true });
+      rmSync(outside, { recursive: true, force: true });
+    });
+    const failure = (dir: string, options = {}) =>
+      findPackFolders(dir, options).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    /** `segments` below `from`, with agent.yaml in the last when `withPack`. */
+    function folder(from: string, segments: string[], withPack = false): string {
+      const dir = join(from, ...segments);
+      mkdirSync(dir, { recursive: true });
+      if (withPack) writeFileSync(join(dir, 'agent.yaml'), 'x');
+      return dir;
+    }
+
+    it('skips a loop to the root or an ancestor: its packs are listed once, without error', async () => {
+      const packs = join(base, 'packs');
+      const reviewer = folder(packs, ['team', 'reviewer'], true);
+      symlinkSync('..', join(packs, 'up')); // the folder holding the root
+      symlinkSync('..', join(packs, 'team', 'up')); // the root itself
+      symlinkSync(base, join(packs, 'team', 'base')); // absolute, to the same ancestor
+      expect(await findPackFolders(packs)).toEqual([reviewer]);
+    });
+
+    it('still refuses a pack beside the root reached through a link to an ancestor', async () => {
+      // Skipping every link to an ancestor would reopen the hole: `packs/up -> ..` and
+      // `packwarden run packs/up/elsewhere/deep` runs a pack `verify --all packs` never saw.
+      const packs = join(base, 'packs');
+      folder(packs, ['a'], true);
+      folder(base, ['elsewhere', 'deep'], true);
+      symlinkSync('..', join(packs, 'up'));
+      const error = await failure(packs);
+      expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+      expect((error as Error).message).toContain(join(packs, 'up', 'elsewhere', 'deep'));
+    });
+
+    it('skips a link to a folder the walk searches anyway, even one holding packs', async () => {
+      const reviewer = pack('team', 'reviewer');
+      const writer = pack('team', 'nested', 'writer');
+      symlinkSync(join(root, 'team'), join(root, 'alias'));
+      symlinkSync('nested', join(root, 'team', 'short'));
+      symlinkSync(join(root, 'team', 'nested'), join(root, 'team', 'also-nested'));
+      expect(await findPackFolders(root)).toEqual([writer, reviewer]);
+    });
+
+    it.each([
+      ['a dot folder', ['.hidden', 'evil']],
+      ['node_modules', ['node_modules', 'dep', 'evil']],
+      ['a pack (a pack folder inside it)', ['a-pack', 'docs', 'evil']],
+    ])(
+      'refuses a link into %s of the root that holds a pack the walk never lists',
+      async (_, at) => {
+        pack('a-pack');
+        const evil = folder(root, at, true);
+        const parent = join(evil, '..');
+        symlinkSync(parent, join(root, 'shown'));
+        const error = await failure(root);
+        expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+        expect((error as Error).message).toContain(join(root, 'shown'));
+      },
+    );
+
+    it('refuses a pack reached through a link within maxDepth, and one past it', async () => {
+      folder(outside, ['a', 'b', 'c'], true); // level 4 from the root, through `linked`
+      symlinkSync(outside, join(root, 'linked'));
+      const within = await failure(root);
+      expect(isPackManifestError(within) && within.code).toBe('ERR_PACK_SEARCH_SYMLINK');
+      expect((within as Error).message).toContain(join(root, 'linked', 'a', 'b', 'c'));
+      // Past maxDepth the search stops reading and refuses: a pack could hide below.
+      const deeper = await failure(root, { maxDepth: 3 });
+      expect(isPackManifestError(deeper) && deeper.code).toBe('ERR_PACK_SEARCH_TOO_LARGE');
+      expect((deeper as Error).message).toContain(join(root, 'linked', 'a', 'b', 'c'));
+    });
+
+    it('reads a link to a big unrelated tree only to maxDepth, then refuses', async () => {
+      // 30 levels and 2,000 folders below the link, no pack: reading stops at the depth bound.
+      folder(
+        outside,
+        Array.from({ length: 30 }, () => 'deep'),
+      );
+      for (let i = 0; i < 2000; i += 1) mkdirSync(join(outside, `wide-${i}`));
+      symlinkSync(outside, join(root, 'data'));
+      const error = await failure(root, { maxFolders: 1000 });
+      expect(isPackManifestError(error) && error.code).toBe('ERR_PACK_SEARCH_TOO_LARGE');
+      expect((error as Error).message).toContain(`${join(root, 'data')}, a symlink`);
+      expect((error as Error).message).toContain('more than 8 levels down');
+      // A shallow tree without a pack is read in full and passes.
+      rmSync(join(outside, 'deep'), { recursive: true });
+      expect(await findPackFolders(root, { maxFolders: 3000 })).toEqual([]);
+    });
+
+    it('ends promptly on a link to /, with an error naming the link', async () => {
+      symlinkSync('/', join(root, 'x'));
+      const error = await failure(root);
+      expect(isPackManifestError(error) && error.code).toMatch(
+        /^ERR_(PACK_SEARCH_TOO_LARGE|PACK_SEARCH_SYMLINK|MANIFEST_IO)$/,
+      );
+      expect((error as Error).message).toContain(join(root, 'x'));
+    }, 10_000);
+
+    it.skipIf(process.getuid?.() === 0)(
+      'fails closed on an unreadable folder under a link, naming the link',
+      async () => {
+        mkdirSync(join(outside, 'locked'));
+        chmodSync(join(outside, 'locked'), 0o000);
+        symlinkSync(outside, join(root, 'linked'));
+        try {
+          const error = await failure(root);
+          expect(isPackManifestError(error) && error.code).toBe('ERR_MANIFEST_IO');
+          expect((error as Error).message).toContain(`through the symlink ${join(root, 'linked')}`);
+        } finally {
+          chmodSync(join(outside, 'locked'), 0o700);
+        }
+      },
+    );
   });
 
   it('refuses more packs than maxPacks instead of returning a shorter list', async () => {
