@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -227,21 +228,42 @@ describe('findPackFolders', () => {
       expect((error as Error).message).toContain(join(root, 'x'));
     }, 10_000);
 
-    it.skipIf(process.getuid?.() === 0)(
-      'fails closed on an unreadable folder under a link, naming the link',
-      async () => {
-        mkdirSync(join(outside, 'locked'));
+    it('fails closed on an unreadable folder under a link, naming the link', async () => {
+      mkdirSync(join(outside, 'locked'));
+      symlinkSync(outside, join(root, 'linked'));
+      let outcome: { code?: string; message?: string };
+      if (process.getuid?.() !== 0) {
         chmodSync(join(outside, 'locked'), 0o000);
-        symlinkSync(outside, join(root, 'linked'));
         try {
-          const error = await failure(root);
-          expect(isPackManifestError(error) && error.code).toBe('ERR_MANIFEST_IO');
-          expect((error as Error).message).toContain(`through the symlink ${join(root, 'linked')}`);
+          outcome = ((await failure(root)) ?? {}) as typeof outcome;
         } finally {
           chmodSync(join(outside, 'locked'), 0o700);
         }
-      },
-    );
+      } else {
+        // Root reads every folder: the search runs as nobody, on the built package, over trees
+        // nobody owns, with the locked folder still unreadable to it.
+        for (const dir of [root, outside]) execFileSync('chown', ['-R', '65534:65534', dir]);
+        chmodSync(join(outside, 'locked'), 0o000);
+        const entry = join(import.meta.dirname, '..', 'dist', 'resolve-entry.js');
+        const script = `import(${JSON.stringify(entry)}).then((m) => m.findPackFolders(${JSON.stringify(root)})).then(() => console.log('{}'), (e) => console.log(JSON.stringify({ code: e.code, message: e.message })))`;
+        const out = execFileSync(
+          'setpriv',
+          [
+            '--reuid=65534',
+            '--regid=65534',
+            '--clear-groups',
+            '--',
+            process.execPath,
+            '-e',
+            script,
+          ],
+          { encoding: 'utf8' },
+        );
+        outcome = JSON.parse(out) as typeof outcome;
+      }
+      expect(outcome.code).toBe('ERR_MANIFEST_IO');
+      expect(outcome.message).toContain(`through the symlink ${join(root, 'linked')}`);
+    });
   });
 
   it('refuses more packs than maxPacks instead of returning a shorter list', async () => {
