@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { open, readdir } from 'node:fs/promises';
+import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isJsonObject, type JsonObject } from './json-object.js';
 
@@ -21,11 +21,22 @@ export interface RefusedCall {
   output: string;
 }
 
+/** Whether `path` is a folder itself, not a link to one: the walk never lists through a link. */
+async function isRealFolder(path: string): Promise<boolean> {
+  try {
+    const info = await lstat(path);
+    return info.isDirectory() && !info.isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 async function findRollout(
   dir: string,
   threadId: string,
   budget: { left: number },
 ): Promise<string | undefined> {
+  if (!(await isRealFolder(dir))) return undefined;
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
@@ -51,12 +62,30 @@ async function findRollout(
 }
 
 /**
+ * Whether the descriptor `fd` is the file at exactly `path`. `O_NOFOLLOW` guards only the last
+ * component: a folder on the way swapped for a link after `findRollout` checked it would still be
+ * followed. On Linux the kernel says which file was opened (`/proc/self/fd`), so a path through a
+ * link shows as the place it led to. Elsewhere pack code is not confined (docs/sandbox.md,
+ * "Confinement"), so it can read what a link would show anyway: the lstat walk is enough there.
+ */
+async function openedAt(fd: number, path: string): Promise<boolean> {
+  if (process.platform !== 'linux') return true;
+  try {
+    return (await readlink(`/proc/self/fd/${fd}`)) === path;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The last `maxBytes` of the rollout at `path` (a cut first line dropped), or `undefined` when
- * what is there now is not a plain regular file. Between `findRollout`'s `readdir` and this open,
- * a confined command of another session that can write codex's state folder may swap the file
- * for a symlink (to a host file, whose JSON lines would become tool frames sent to the driver), a
- * FIFO (which would hang the turn) or a hard link to a host file: the open follows no symlink and
- * never waits, and the descriptor itself, not the path, must be a regular file with one link.
+ * what is there now is not a plain regular file reached without any link (`path` must be a real
+ * path). Between `findRollout`'s `readdir` and this open, a confined command of another session
+ * that can write codex's state folder may swap the file for a symlink (to a host file, whose JSON
+ * lines would become tool frames sent to the driver), a folder on the way for one, a FIFO (which
+ * would hang the turn) or a hard link to a host file: the open follows no symlink and never
+ * waits, and the descriptor itself, not the path, must be a regular file with one link, opened
+ * at exactly `path`.
  */
 export async function readRolloutTail(path: string, maxBytes: number): Promise<string | undefined> {
   let handle;
@@ -71,6 +100,7 @@ export async function readRolloutTail(path: string, maxBytes: number): Promise<s
   try {
     const stats = await handle.stat();
     if (!stats.isFile() || stats.nlink !== 1) return undefined;
+    if (!(await openedAt(handle.fd, path))) return undefined;
     const { size } = stats;
     const length = Math.min(size, maxBytes);
     const buffer = Buffer.alloc(length);
@@ -105,12 +135,14 @@ const turnOf = (payload: JsonObject): unknown =>
  * unknown tool): its JSONL event stream carries no item for them, so the engine reads them from
  * the session rollout in `$CODEX_HOME/sessions` (engines README, "Tool frames"). A call counts as
  * run when an `item_completed` event of the turn carries its call id. Best effort and bounded:
- * an unreadable rollout gives `undefined`.
+ * an unreadable rollout gives `undefined`. `codexHome` is a real path (`openCliTurn`'s `home`);
+ * nothing below it is read through a link, and it must not have become one itself since.
  */
 export async function refusedCalls(
   codexHome: string,
   threadId: string,
 ): Promise<RefusedCall[] | undefined> {
+  if (!(await isRealFolder(codexHome))) return undefined;
   const path = await findRollout(join(codexHome, 'sessions'), threadId, {
     left: ROLLOUT_LIMITS.maxEntries,
   });

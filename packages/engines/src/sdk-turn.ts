@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SecretSet, type EngineRunOptions } from '@packwarden/runner-host';
 import {
@@ -9,6 +9,7 @@ import {
   type ModelGateway,
 } from './model-gateway.js';
 import type { EngineRuntime } from './runtime.js';
+import { ensureDirNoFollow, UnsafePathError } from './safe-fs.js';
 import type { SdkEngineId } from './sdk-loader.js';
 
 /** A turn failure the runner host turns into `failed` with this `snake_case` code. */
@@ -173,7 +174,10 @@ export interface CliTurn {
   secrets: SecretSet;
   /** The CLI's environment so far: no credential in it; routing variables are the engine's. */
   env: Record<string, string>;
-  /** The CLI's own folder (created), also in `env` under `homeEnv`. */
+  /**
+   * The CLI's own folder (created), as a real path found without following a link below the
+   * state dir; `env` names it under `homeEnv`.
+   */
   home: string;
   /** The turn's model route: the engine closes it when the turn ends. */
   route: ModelRoute;
@@ -202,8 +206,7 @@ export async function openCliTurn(
   for (const name of cli.tokenEnv) token ??= env[name];
   secrets.add(token);
   for (const name of cli.credentialEnv) delete env[name];
-  const home = (env[cli.homeEnv] ??= join(runtime.stateDir, cli.homeFolder));
-  await mkdir(home, { recursive: true });
+  const home = await cliHome(cli, env, runtime.stateDir);
   const route = await openModelRoute(
     runOptions.baseUrl,
     token,
@@ -212,6 +215,31 @@ export async function openCliTurn(
     options.onModelOrigin,
   );
   return { secrets, env, home, route };
+}
+
+/**
+ * The CLI's own folder, made if missing. One the environment names is the embedder's choice.
+ * The default, `<stateDir>/<homeFolder>`, sits where confined commands write (the engine state
+ * folder): one may have replaced it with a link, so the host never follows one there and fails
+ * the turn as `engine_state_refused` instead.
+ */
+async function cliHome(
+  cli: VendorCli,
+  env: Record<string, string>,
+  stateDir: string,
+): Promise<string> {
+  const named = env[cli.homeEnv];
+  if (named !== undefined) {
+    await mkdir(named, { recursive: true });
+    return realpath(named);
+  }
+  env[cli.homeEnv] = join(stateDir, cli.homeFolder);
+  try {
+    return await ensureDirNoFollow(stateDir, [cli.homeFolder]);
+  } catch (error) {
+    if (error instanceof UnsafePathError) throw turnFailure('engine_state_refused', error.message);
+    throw error;
+  }
 }
 
 /** A failure the CLI reported in its stream (the SDK did not throw). */

@@ -144,4 +144,51 @@ describe('refusedCalls', () => {
       expect(await within(3_000, refusedCalls(home, THREAD))).toBeUndefined();
     }
   });
+
+  describe('links on the way to the rollout are never followed', () => {
+    /** A host folder holding a complete codex home whose rollout names a call that never happened. */
+    function outsideHome(): string {
+      const outside = tempDir();
+      const day = join(outside, 'sessions', '2026', '12', '02');
+      mkdirSync(day, { recursive: true });
+      writeFileSync(join(day, `rollout-2026-12-02T07-00-00-${THREAD}.jsonl`), HOST_FILE);
+      return outside;
+    }
+
+    it('codex home itself replaced by a link to a host folder', async () => {
+      const home = join(tempDir(), 'codex');
+      symlinkSync(outsideHome(), home);
+      expect(await refusedCalls(home, THREAD)).toBeUndefined();
+    });
+
+    it('sessions replaced by a link to a host folder', async () => {
+      const home = tempDir();
+      symlinkSync(join(outsideHome(), 'sessions'), join(home, 'sessions'));
+      expect(await refusedCalls(home, THREAD)).toBeUndefined();
+    });
+
+    it('a folder below sessions replaced by a link after the walk (the open must not pass it)', async () => {
+      const home = tempDir();
+      mkdirSync(join(home, 'sessions'));
+      // What findRollout found, with `2026` swapped for a link since.
+      symlinkSync(join(outsideHome(), 'sessions', '2026'), join(home, 'sessions', '2026'));
+      const path = join(
+        home,
+        'sessions',
+        '2026',
+        '12',
+        '02',
+        `rollout-2026-12-02T07-00-00-${THREAD}.jsonl`,
+      );
+      expect(await readRolloutTail(path, ROLLOUT_LIMITS.maxBytes)).toBeUndefined();
+      expect(await refusedCalls(home, THREAD)).toBeUndefined();
+    });
+
+    it('the same tree as real folders is read (the control)', async () => {
+      const home = outsideHome();
+      expect((await refusedCalls(home, THREAD))?.map((call) => call.callId)).toEqual([
+        'host-secret',
+      ]);
+    });
+  });
 });

@@ -3,10 +3,10 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  lstatSync,
   readdirSync,
   readFileSync,
   realpathSync,
-  rmdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -158,21 +158,45 @@ function writesWorkspace(fileAccess: WrappableCommand['fileAccess']): boolean {
 const ENV_FILE = 'env.sh';
 
 /**
- * Removes the environment folders whose file the launcher already used (empty ones): a folder
- * still holding its file belongs to a command that has not started yet. Bounded per call.
+ * Which file the host wrote. The launcher's `rm` ends it; a file of the same name the command
+ * writes afterwards is another one (a new inode, or a reused one with a later change time).
  */
-function sweepUsedEnvFolders(envDir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(envDir);
-  } catch {
-    return;
-  }
-  for (const name of names.slice(0, 1024)) {
+interface WrittenFile {
+  dev: bigint;
+  ino: bigint;
+  ctimeNs: bigint;
+}
+
+function identityOf(path: string): WrittenFile | undefined {
+  const info = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+  if (info === undefined || !info.isFile()) return undefined;
+  return { dev: info.dev, ino: info.ino, ctimeNs: info.ctimeNs };
+}
+
+/**
+ * Removes every environment folder of this confinement whose file the launcher already used (the
+ * file it sources is gone, or is no longer the one the host wrote), whatever the command left
+ * there: the folder is the confinement's, bound writable into one sandbox, so the command may fill
+ * it, recreate `env.sh` or plant links, and none of that keeps it. A folder still holding the
+ * host's own file belongs to a command that has not started yet and stays. Every folder this
+ * confinement made is in `folders` (the parent is never shown to a sandbox), so one sweep visits
+ * them all and none waits behind others. `rmSync` removes a link, never what it points to.
+ */
+function sweepUsedEnvFolders(folders: Map<string, WrittenFile>): void {
+  for (const [folder, written] of folders) {
+    const now = identityOf(join(folder, ENV_FILE));
+    if (
+      now !== undefined &&
+      now.dev === written.dev &&
+      now.ino === written.ino &&
+      now.ctimeNs === written.ctimeNs
+    )
+      continue;
     try {
-      rmdirSync(join(envDir, name));
+      rmSync(folder, { recursive: true, force: true });
+      folders.delete(folder);
     } catch {
-      // Not empty (not used yet) or already gone.
+      // Left for the next sweep, and for close(), which removes the whole runtime folder.
     }
   }
 }
@@ -323,6 +347,8 @@ async function startConfinement(
       ? outcome.nodeBinary
       : 'perl';
   let closed = false;
+  // Every per-command environment folder made and not yet removed, with the file written in it.
+  const envFolders = new Map<string, WrittenFile>();
   const proxyUrl = `http://127.0.0.1:${RELAY_PORT}`;
   const wrap = (command: WrappableCommand): WrappableCommand => {
     if (closed) throw new SandboxError('ERR_ISOLATION_CLOSED', 'this confinement is closed');
@@ -339,11 +365,14 @@ async function startConfinement(
     // folder shared by every sandbox of this confinement, a confined process (another session's)
     // could read another command's variables (its model token, turnEnv) or rewrite them before
     // the launcher sources them. Folders whose file was used are removed as new ones are made.
-    sweepUsedEnvFolders(envDir);
+    sweepUsedEnvFolders(envFolders);
     const commandEnvDir = join(envDir, randomUUID());
     // Synchronous because the wrapper is: the file exists before the command can start.
     mkdirSync(commandEnvDir, { mode: 0o700 });
-    writeFileSync(join(commandEnvDir, ENV_FILE), script, { mode: 0o600, flag: 'wx' });
+    const envFile = join(commandEnvDir, ENV_FILE);
+    writeFileSync(envFile, script, { mode: 0o600, flag: 'wx' });
+    // Nothing else writes this folder before the command starts, so what is there is ours.
+    envFolders.set(commandEnvDir, identityOf(envFile)!);
     const args = buildSandboxArgs({
       systemMounts: outcome.systemMounts,
       packDir: policy.packDir,

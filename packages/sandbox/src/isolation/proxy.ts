@@ -1,6 +1,15 @@
 import { lookup } from 'node:dns/promises';
 import { chmodSync } from 'node:fs';
-import { connect as connectTcp, createServer, isIP, type Server, type Socket } from 'node:net';
+import {
+  BlockList,
+  connect as connectTcp,
+  createServer,
+  isIP,
+  isIPv4,
+  isIPv6,
+  type Server,
+  type Socket,
+} from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { ISOLATION_LIMITS } from './limits.js';
 import {
@@ -37,6 +46,12 @@ export interface HostProxyOptions {
   now?: () => number;
   /** Name resolution (a seam for tests). Default `dns.promises.lookup` with `all: true`. */
   lookup?: (host: string) => Promise<{ address: string }[]>;
+  /**
+   * The host's own addresses, read for every connection that resolves a name (interfaces come
+   * and go: docker0 appears when docker starts). Default: every address of
+   * `os.networkInterfaces()` (`interfaceAddresses`).
+   */
+  ownAddresses?: () => Iterable<string>;
 }
 
 export interface HostProxy {
@@ -58,61 +73,105 @@ function reply(client: Socket, status: string, message: string): void {
   );
 }
 
-function isLocalAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  return (
-    a.startsWith('127.') ||
-    a === '0.0.0.0' ||
-    a.startsWith('169.254.') ||
-    a === '::' ||
-    a === '::1' ||
-    a.startsWith('fe80:') ||
-    a.startsWith('::ffff:127.') ||
-    a.startsWith('::ffff:0.0.0.0')
+/**
+ * Addresses a resolved name must never lead to, whatever else the allow list says. Loopback and
+ * "this host" (0/8, `::`), link-local (169.254/16 with the cloud metadata service, fe80::/10),
+ * and the cloud metadata services that live elsewhere: AWS's IPv6 endpoint and GCP's (both in
+ * unique-local space) and Alibaba's (in 100.64/10). The rest of unique-local fc00::/7, like
+ * 10/8, 172.16/12 and 192.168/16, stays reachable by name: an allowed internal service may live
+ * there. Checked on the canonical form (`canonicalAddress`), so a mapped spelling is no way round.
+ */
+const LOCAL_ADDRESSES = (() => {
+  const list = new BlockList();
+  list.addSubnet('127.0.0.0', 8, 'ipv4');
+  list.addSubnet('0.0.0.0', 8, 'ipv4');
+  list.addSubnet('169.254.0.0', 16, 'ipv4');
+  list.addAddress('100.100.100.200', 'ipv4');
+  list.addAddress('::', 'ipv6');
+  list.addAddress('::1', 'ipv6');
+  list.addSubnet('fe80::', 10, 'ipv6');
+  list.addAddress('fd00:ec2::254', 'ipv6');
+  list.addAddress('fd20:ce::254', 'ipv6');
+  return list;
+})();
+
+const MAPPED_HEX = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
+
+/**
+ * One spelling per address, so that two spellings of the same place compare equal: an
+ * IPv4-mapped IPv6 address (`::ffff:169.254.169.254`, `::ffff:a9fe:a9fe`, `0:0:0:0:0:ffff:…`)
+ * becomes the IPv4 address the kernel dials for it; other IPv6 addresses their compressed lower
+ * case form without a zone (`fe80::1%eth0` → `fe80::1`); IPv4 stays as it is. Undefined when
+ * `address` is not an IP address.
+ */
+export function canonicalAddress(address: string): string | undefined {
+  const unzoned = address.replace(/%.*$/, '');
+  if (isIPv4(unzoned)) return unzoned;
+  if (!isIPv6(unzoned)) return undefined;
+  // The WHATWG URL parser is the serialiser at hand: it compresses and turns a dotted tail to hex.
+  const compressed = new URL(`http://[${unzoned}]/`).hostname.slice(1, -1);
+  const mapped = MAPPED_HEX.exec(compressed);
+  if (!mapped) return compressed;
+  const high = Number.parseInt(mapped[1]!, 16);
+  const low = Number.parseInt(mapped[2]!, 16);
+  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+}
+
+/** The host's own addresses, from every interface (loopback, its LAN address, docker0's…). */
+export function interfaceAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((entries) =>
+    (entries ?? []).map((entry) => entry.address),
   );
 }
 
 /**
- * Whether `address` is one of this host's own (any interface: its LAN address, a container
- * bridge such as docker0's 172.17.0.1). A service listening on all interfaces answers there as
- * it does on loopback, so a name resolving to one is as local as one resolving to 127.0.0.1.
+ * Why a resolved `address` must not be dialled, or undefined when it may be. An address of one of
+ * the host's own interfaces counts as local: a service listening on all interfaces (a dev server,
+ * docker0's 172.17.0.1 side of a container) answers there as it does on loopback. Anything that is
+ * not an IP address is refused too: the resolver's answer is dialled, never resolved again.
  */
-function isOwnAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  const v4 = a.startsWith('::ffff:') && a.includes('.') ? a.slice('::ffff:'.length) : a;
-  for (const entries of Object.values(networkInterfaces()))
-    for (const entry of entries ?? []) {
-      const own = entry.address.toLowerCase().replace(/%.*$/, '');
-      if (own === a || own === v4) return true;
-    }
-  return false;
+export function localAddressReason(
+  address: string,
+  ownAddresses: Iterable<string>,
+): string | undefined {
+  const canonical = canonicalAddress(address);
+  if (canonical === undefined) return 'not an IP address';
+  if (LOCAL_ADDRESSES.check(canonical, isIPv4(canonical) ? 'ipv4' : 'ipv6'))
+    return 'a loopback, link-local or metadata address';
+  for (const own of ownAddresses)
+    if (canonicalAddress(own) === canonical) return "one of the host's own addresses";
+  return undefined;
 }
 
 /**
  * The address to dial. A name is resolved once here and that address is dialled, so the name
- * cannot resolve differently between the check and the connect; a name that resolves to the
- * host's own loopback, or to any other address of the host's own interfaces, is refused (an
- * allowed public name must not become a door to local services). An IP literal or `localhost`
- * in the allow list means the operator chose it.
+ * cannot resolve differently between the check and the connect; a name with any answer that is
+ * local (`localAddressReason`: loopback, link-local, a metadata service, an address of the host's
+ * own interfaces, in any spelling) is refused (an allowed public name must not become a door to
+ * local services). An IP literal or `localhost` in the allow list means the operator chose it.
  */
 async function resolveTarget(
   host: string,
-  resolve: Required<HostProxyOptions>['lookup'],
+  options: Pick<Required<HostProxyOptions>, 'lookup' | 'ownAddresses'>,
 ): Promise<{ address: string } | { refused: string }> {
   if (isIP(host) !== 0 || host === 'localhost') return { address: host };
   let results: { address: string }[];
   try {
-    results = await resolve(host);
+    results = await options.lookup(host);
   } catch (error) {
     return {
       refused: `cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
     };
   }
-  const first = results[0];
-  if (!first) return { refused: `cannot resolve ${host}` };
-  if (results.some((r) => isLocalAddress(r.address) || isOwnAddress(r.address)))
-    return { refused: `${host} resolves to a local address` };
-  return { address: first.address };
+  if (results.length === 0) return { refused: `cannot resolve ${host}` };
+  const own = [...options.ownAddresses()];
+  for (const { address } of results) {
+    const reason = localAddressReason(address, own);
+    if (reason !== undefined)
+      return { refused: `${host} resolves to a local address (${address}: ${reason})` };
+  }
+  // The canonical form is what was checked, so it is what is dialled.
+  return { address: canonicalAddress(results[0]!.address)! };
 }
 
 interface ParsedHead {
@@ -246,7 +305,7 @@ async function forward(
     reply(client, '403 Forbidden', `${target} is not an allowed origin`);
     return;
   }
-  const resolved = await resolveTarget(parsed.target.host, options.lookup);
+  const resolved = await resolveTarget(parsed.target.host, options);
   if ('refused' in resolved) {
     record({ target, verdict: 'denied', reason: resolved.refused });
     reply(client, '403 Forbidden', resolved.refused);
@@ -301,6 +360,7 @@ export async function startHostProxy(
   const settled: Required<HostProxyOptions> = {
     now: Date.now,
     lookup: (host) => lookup(host, { all: true, verbatim: true }),
+    ownAddresses: interfaceAddresses,
     ...options,
   };
   const events: ProxyEvent[] = [];

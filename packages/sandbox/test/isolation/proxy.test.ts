@@ -8,6 +8,9 @@ import { parseAllowedOrigin, type AllowedOrigin } from '../../src/isolation/orig
 import fc from 'fast-check';
 import { ISOLATION_LIMITS } from '../../src/isolation/limits.js';
 import {
+  canonicalAddress,
+  interfaceAddresses,
+  localAddressReason,
   RequestHeadReader,
   startHostProxy,
   type HeadStep,
@@ -169,31 +172,159 @@ describe('host proxy', () => {
     await new Promise((resolve) => tcp.close(resolve));
   });
 
-  it("refuses an allowed name that resolves to one of the host's own non-loopback addresses", async () => {
+  it("refuses an allowed name that resolves to one of the host's own addresses, in any spelling", async () => {
     // A service listening on all interfaces (a dev server, docker0's side of a container) answers
-    // on the host's LAN address just as on 127.0.0.1.
-    const own = Object.values(networkInterfaces())
-      .flatMap((entries) => entries ?? [])
-      .find((entry) => !entry.internal && entry.family === 'IPv4')?.address;
-    expect(own).toBeDefined();
-    const tcp = createTcpServer((s) => s.destroy());
-    let connections = 0;
-    tcp.on('connection', () => connections++);
-    await new Promise<void>((resolve) => tcp.listen(0, '0.0.0.0', resolve));
-    const port = (tcp.address() as { port: number }).port;
+    // on the host's LAN address just as on 127.0.0.1. The list is fixed, so this runs the same on
+    // any machine; addresses from TEST-NET and the documentation prefix are nobody's.
+    const answers: Record<string, string> = {
+      'lan.example': '198.51.100.7',
+      'lan-mapped.example': '::ffff:198.51.100.7',
+      'lan-hex.example': '::ffff:c633:6407',
+      'lan6.example': '2001:DB8:0:0::7',
+    };
     const owned = await startHostProxy(join(dir, 'own.sock'), {
-      allowed: () => [parseAllowedOrigin(`https://ownhost.example:${port}`)],
-      lookup: async () => [{ address: own! }],
+      allowed: () => Object.keys(answers).map((name) => parseAllowedOrigin(`${name}:443`)),
+      lookup: async (host) => [{ address: answers[host]! }],
+      ownAddresses: () => ['127.0.0.1', '198.51.100.7', '2001:0db8:0000:0000:0000:0000:0000:0007'],
     });
-    const answer = await exchange(
-      owned.socketPath,
-      `CONNECT ownhost.example:${port} HTTP/1.1\r\n\r\n`,
+    try {
+      for (const name of Object.keys(answers)) {
+        const answer = await exchange(owned.socketPath, `CONNECT ${name}:443 HTTP/1.1\r\n\r\n`);
+        expect(answer, name).toMatch(/^HTTP\/1\.1 403/);
+        expect(answer, name).toContain('resolves to a local address');
+        expect(answer, name).toContain("one of the host's own addresses");
+      }
+      expect(owned.events.map((event) => event.verdict)).toEqual([
+        'denied',
+        'denied',
+        'denied',
+        'denied',
+      ]);
+    } finally {
+      await owned.close();
+    }
+  });
+
+  const nonLocalInterface = interfaceAddresses().find(
+    (address) => localAddressReason(address, []) === undefined,
+  );
+
+  it('reads the real interfaces by default', () => {
+    expect(interfaceAddresses()).toEqual(
+      Object.values(networkInterfaces()).flatMap((entries) =>
+        (entries ?? []).map((entry) => entry.address),
+      ),
     );
-    await owned.close();
-    await new Promise((resolve) => tcp.close(resolve));
-    expect(connections).toBe(0);
-    expect(answer).toMatch(/^HTTP\/1\.1 403/);
-    expect(answer).toContain('resolves to a local address');
+  });
+
+  it.skipIf(nonLocalInterface === undefined)(
+    "by default refuses a name resolving to this machine's own non-loopback address",
+    async () => {
+      const tcp = createTcpServer((s) => s.destroy());
+      let connections = 0;
+      tcp.on('connection', () => connections++);
+      await new Promise<void>((resolve) => tcp.listen(0, resolve));
+      const port = (tcp.address() as { port: number }).port;
+      const owned = await startHostProxy(join(dir, 'own.sock'), {
+        allowed: () => [parseAllowedOrigin(`https://ownhost.example:${port}`)],
+        lookup: async () => [{ address: nonLocalInterface! }],
+      });
+      const answer = await exchange(
+        owned.socketPath,
+        `CONNECT ownhost.example:${port} HTTP/1.1\r\n\r\n`,
+      );
+      await owned.close();
+      await new Promise((resolve) => tcp.close(resolve));
+      expect(connections).toBe(0);
+      expect(answer).toMatch(/^HTTP\/1\.1 403/);
+      expect(answer).toContain("one of the host's own addresses");
+    },
+  );
+
+  describe('local addresses in every spelling', () => {
+    // Each name resolves to one address (or several); the proxy must refuse before dialling. A
+    // refused name answers 403 with a `denied` event; a dialled one reaches the kernel, which
+    // refuses a TCP connection to a multicast address at once: 502 with a `failed` event.
+    const refused: [string, string[]][] = [
+      ['loopback', ['127.0.0.1']],
+      ['loopback, mapped', ['::ffff:127.0.0.1']],
+      ['loopback, mapped hex', ['::ffff:7f00:1']],
+      ['loopback 127/8, mapped hex', ['::ffff:7f01:203']],
+      ['metadata', ['169.254.169.254']],
+      ['metadata, mapped', ['::ffff:169.254.169.254']],
+      ['metadata, mapped hex', ['::ffff:a9fe:a9fe']],
+      ['metadata, mapped hex, upper case', ['::FFFF:A9FE:A9FE']],
+      ['metadata, mapped, uncompressed', ['0:0:0:0:0:ffff:a9fe:a9fe']],
+      ['link-local 169.254/16, mapped', ['::ffff:169.254.1.1']],
+      ['this host 0/8', ['0.1.2.3']],
+      ['unspecified, mapped', ['::ffff:0.0.0.0']],
+      ['unspecified, mapped hex', ['::ffff:0:0']],
+      ['IPv6 loopback', ['::1']],
+      ['IPv6 loopback, uncompressed', ['0:0:0:0:0:0:0:1']],
+      ['IPv6 unspecified', ['::']],
+      ['IPv6 link-local', ['fe80::1']],
+      ['IPv6 link-local with a zone', ['fe80::1%eth0']],
+      ['IPv6 link-local, top of fe80::/10', ['febf::1']],
+      ['AWS metadata over IPv6', ['fd00:ec2::254']],
+      ['GCP metadata over IPv6', ['fd20:ce::254']],
+      ['Alibaba metadata', ['100.100.100.200']],
+      ['Alibaba metadata, mapped hex', ['::ffff:6464:64c8']],
+      ['a public answer before a mapped metadata one', ['224.0.0.1', '::ffff:a9fe:a9fe']],
+      ['not an IP address', ['metadata.internal']],
+    ];
+    const dialled: [string, string[]][] = [
+      ['IPv4 multicast', ['224.0.0.1']],
+      ['IPv4 multicast, mapped', ['::ffff:224.0.0.1']],
+      ['IPv4 multicast, mapped hex', ['::ffff:e000:1']],
+      ['IPv6 multicast', ['ff02::1']],
+    ];
+    const cases = [...refused, ...dialled];
+    const nameOf = (label: string): string =>
+      `case${cases.findIndex(([l]) => l === label)}.example`;
+    const answers = new Map(cases.map(([label, addresses]) => [nameOf(label), addresses]));
+    let table: HostProxy;
+
+    beforeEach(async () => {
+      table = await startHostProxy(join(dir, 'table.sock'), {
+        allowed: () => [...answers.keys()].map((name) => parseAllowedOrigin(`${name}:443`)),
+        lookup: async (host) => (answers.get(host) ?? []).map((address) => ({ address })),
+        ownAddresses: () => ['127.0.0.1', '::1'],
+      });
+    });
+    afterEach(() => table.close());
+
+    it.each(refused)('refuses a name resolving to %s (%j)', async (label) => {
+      const answer = await exchange(
+        table.socketPath,
+        `CONNECT ${nameOf(label)}:443 HTTP/1.1\r\n\r\n`,
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 403/);
+      expect(answer).toContain('resolves to a local address');
+      expect(table.events).toMatchObject([{ verdict: 'denied' }]);
+    });
+
+    it.each(dialled)('dials a name resolving to %s (%j)', async (label) => {
+      const answer = await exchange(
+        table.socketPath,
+        `CONNECT ${nameOf(label)}:443 HTTP/1.1\r\n\r\n`,
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 502/);
+      expect(table.events).toMatchObject([{ verdict: 'failed' }]);
+    });
+  });
+
+  it.each([
+    ['::ffff:169.254.169.254', '169.254.169.254'],
+    ['::ffff:a9fe:a9fe', '169.254.169.254'],
+    ['0:0:0:0:0:FFFF:7F00:1', '127.0.0.1'],
+    ['::ffff:0:0', '0.0.0.0'],
+    ['10.1.2.3', '10.1.2.3'],
+    ['2001:DB8:0:0::7', '2001:db8::7'],
+    ['fe80::1%eth0', 'fe80::1'],
+    ['::ffff:0:7f00:1', '::ffff:0:7f00:1'],
+    ['example.org', undefined],
+  ])('canonicalAddress(%s) is %s', (address, canonical) => {
+    expect(canonicalAddress(address)).toBe(canonical);
   });
 
   it.each([
