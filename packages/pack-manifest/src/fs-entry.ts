@@ -5,3 +5,11 @@ export { isAtomicWriteTemporary, removeStaleTemporaries, writeFileAtomic } from 
 export type { WriteFileAtomicOptions } from './atomic-write.js';
 export { readBoundedFile } from './read-bounded-file.js';
 export type { BoundedFile, ReadBoundedFileOptions } from './read-bounded-file.js';
+export {
+  errorCode,
+  ownerOnlyFolderProblem,
+  ownerOnlyProblem,
+  prepareOwnerOnlyFolder,
+  type OwnerOnlyFolder,
+  type OwnerOnlyStats,
+} from './owner-only.js';

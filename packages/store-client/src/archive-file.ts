@@ -232,6 +232,7 @@ export async function openPackArchive(
     kind: 'archive',
     url: url.href,
     problems: [],
+    warnings: [],
     list: (filter = {}) => (filter.type === undefined || filter.type === 'pack' ? [artifact] : []),
     search: (query, filter = {}) =>
       (filter.type === undefined || filter.type === 'pack') &&

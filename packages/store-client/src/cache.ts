@@ -1,7 +1,14 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { lstat, mkdir } from 'node:fs/promises';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
+import { parseStrictJson } from '@packwarden/pack-manifest';
+import {
+  errorCode,
+  ownerOnlyFolderProblem,
+  ownerOnlyProblem,
+  prepareOwnerOnlyFolder,
+  readBoundedFile,
+  writeFileAtomic,
+} from '@packwarden/pack-manifest/fs';
 import * as z from 'zod';
 import { STORE_INDEX_LIMITS } from './index-schema.js';
 
@@ -37,18 +44,6 @@ export interface CachedIndex {
 /** What a cache lookup found. `refused`: a file is there but cannot be believed; `reason` says why. */
 export type CachedIndexRead =
   { kind: 'hit'; entry: CachedIndex } | { kind: 'miss' } | { kind: 'refused'; reason: string };
-
-let processKey: Buffer | undefined;
-
-/**
- * The default key: random, made once per process, kept only in its memory. With it an entry is
- * believed only when this process wrote it, so whoever can write the cache folder as this user (a
- * sandboxed pack whose state holds it, a CI cache restored from another job) cannot plant one.
- */
-export function processIndexCacheKey(): Buffer {
-  processKey ??= randomBytes(32);
-  return processKey;
-}
 
 const entrySchema = z.strictObject({
   version: z.literal(CACHE_VERSION),
@@ -94,19 +89,19 @@ export async function readCachedIndex(
   if (read.kind === 'absent') return { kind: 'miss' };
   if (read.kind === 'symlink') return refused('it is a symlink');
   if (read.kind === 'failed') return refused(`it cannot be read (${errorCode(read.cause)})`);
-  let problem: string | undefined;
-  try {
-    problem = unsafeStats(read.stats, 'file') ?? unsafeStats(await lstat(dirname(file)), 'folder');
-  } catch (error) {
-    return refused(`its folder cannot be examined (${errorCode(error)})`);
-  }
+  const problem =
+    ownerOnlyProblem(read.stats, 'file') ?? (await ownerOnlyFolderProblem(dirname(file)));
   if (problem !== undefined) return refused(problem);
   if (read.kind !== 'read') return refused(`it is larger than ${CACHED_INDEX_MAX_BYTES} bytes`);
   let document: unknown;
   try {
-    document = JSON.parse(read.bytes.toString('utf8'));
-  } catch {
-    return refused('it is not JSON');
+    // The project's strict parser, as for the index itself: a member named twice is refused.
+    document = parseStrictJson(read.bytes.toString('utf8'), {
+      maxBytes: CACHED_INDEX_MAX_BYTES,
+      what: 'it',
+    });
+  } catch (error) {
+    return refused((error as Error).message);
   }
   const parsed = entrySchema.safeParse(document);
   if (!parsed.success) return refused('it is not a cache entry of this version');
@@ -121,55 +116,36 @@ export async function readCachedIndex(
 }
 
 /**
- * Writes an entry atomically, mode 0600 in a folder made 0700. Into a folder that is not this
- * user's, or that group or others can write, nothing is written (it would never be read back).
+ * Writes an entry atomically, mode 0600, into a folder made (or narrowed to) 0700. Into a folder
+ * that is a symlink or another user's, nothing is written (it would never be read back). Returns
+ * what an operator should hear: the folder was narrowed, or the entry could not be written.
  */
 export async function writeCachedIndex(
   cache: IndexCache | undefined,
   entry: CachedIndex,
-): Promise<void> {
-  if (cache === undefined) return;
-  if (entry.etag.length > MAX_ETAG_LENGTH || entry.url.length > MAX_URL_LENGTH) return;
+): Promise<string | undefined> {
+  if (cache === undefined) return undefined;
+  if (entry.etag.length > MAX_ETAG_LENGTH || entry.url.length > MAX_URL_LENGTH) return undefined;
   const file = indexCacheFile(cache.dir, entry.url);
+  const folder = await prepareOwnerOnlyFolder(dirname(file));
+  if (!folder.ok) return `the store index was not cached in ${dirname(file)}: ${folder.problem}`;
+  const document = {
+    version: CACHE_VERSION,
+    ...entry,
+    mac: macOf(cache.key, entry).toString('base64url'),
+  };
   try {
-    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    if (unsafeStats(await lstat(dirname(file)), 'folder') !== undefined) return;
-    const document = {
-      version: CACHE_VERSION,
-      ...entry,
-      mac: macOf(cache.key, entry).toString('base64url'),
-    };
     await writeFileAtomic(file, JSON.stringify(document), { mode: 0o600 });
-  } catch {
-    // a read-only home still installs
+  } catch (error) {
+    // A read-only home still installs.
+    return `the store index was not cached in ${dirname(file)}: ${errorCode(error)}`;
   }
+  return folder.tightenedFrom === undefined
+    ? undefined
+    : `the store index cache folder ${dirname(file)} was mode ${folder.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed`;
 }
 
 /** Archives are content-addressed: the file name is the SHA-256 the index promised. */
 export function archiveCachePath(cacheDir: string, sha256: string): string {
   return join(cacheDir, 'archives', `${sha256}.tar.gz`);
-}
-
-interface StatsLike {
-  readonly uid: number;
-  readonly mode: number;
-  isFile(): boolean;
-  isDirectory(): boolean;
-}
-
-/** Why someone other than this user could have written the file or folder, or `undefined`. */
-function unsafeStats(stats: StatsLike, kind: 'file' | 'folder'): string | undefined {
-  if (kind === 'file' ? !stats.isFile() : !stats.isDirectory())
-    return `the ${kind} is not a regular ${kind}`;
-  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
-  if (uid !== undefined && stats.uid !== uid)
-    return `the ${kind} belongs to another user (uid ${stats.uid})`;
-  if ((stats.mode & 0o022) !== 0)
-    return `the ${kind} is writable by group or others (mode ${(stats.mode & 0o777).toString(8)})`;
-  return undefined;
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : String((error as Error | undefined)?.message ?? error);
 }

@@ -74,12 +74,18 @@ const looseText = (max: number) =>
     .nullable()
     .transform((v) => (typeof v === 'string' ? v.slice(0, max) : undefined));
 
+/** The artifact type an AgentHippo index row's `type` names (its aliases included), if any. */
+export function agentHippoArtifactType(value: string): ArtifactType | undefined {
+  return (
+    normalizeArtifactType(value) ??
+    (value === 'agent-pack' || value === 'agent' ? 'pack' : undefined)
+  );
+}
+
 export const AgentHippoArtifactSchema = z.object({
   id: z.union([z.string(), z.number()]).optional(),
   type: z.string().transform((value, ctx): ArtifactType => {
-    const type =
-      normalizeArtifactType(value) ??
-      (value === 'agent-pack' || value === 'agent' ? 'pack' : undefined);
+    const type = agentHippoArtifactType(value);
     if (!type) {
       ctx.addIssue({
         code: 'custom',

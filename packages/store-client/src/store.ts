@@ -2,17 +2,13 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packwardenHome, parseStrictJson, readPackwardenEnv } from '@packwarden/pack-manifest';
-import {
-  INDEX_CACHE_KEY_MIN_BYTES,
-  processIndexCacheKey,
-  readCachedIndex,
-  writeCachedIndex,
-} from './cache.js';
+import { INDEX_CACHE_KEY_MIN_BYTES, readCachedIndex, writeCachedIndex } from './cache.js';
 import { abortError, StoreError } from './errors.js';
 import { readBounded, request, statusError, type FetchLike } from './http.js';
 import { readSmallFile } from './small-file.js';
 import { attachStoreContext, type StoreContext } from './store-context.js';
 import {
+  agentHippoArtifactType,
   AgentHippoArtifactSchema,
   describeZodError,
   STATIC_STORE_FORMAT,
@@ -99,6 +95,12 @@ export interface Store {
   url: string;
   /** Rows of the index that were skipped, and why. */
   problems: StoreProblem[];
+  /**
+   * For operators, about this machine rather than the index: a cached index that was not believed
+   * (and why), a cache folder narrowed to 0700, an index that could not be cached. None of them
+   * changes what the store lists or installs; each costs at most one full download.
+   */
+  warnings: string[];
   list(filter?: { type?: ArtifactType }): StoreArtifact[];
   search(query: string, filter?: { type?: ArtifactType }): StoreArtifact[];
   info(ref: ArtifactRef): StoreArtifact | undefined;
@@ -114,8 +116,9 @@ export interface OpenStoreOptions {
   /** Default `$PACKWARDEN_HOME/cache/store`; `false` disables caching. */
   cacheDir?: string | false;
   /**
-   * Authenticates index cache entries (at least 32 bytes). Default: random, per process, so only
-   * entries this process wrote are believed. README "Transport and cache".
+   * Authenticates index cache entries (at least 32 bytes); only entries written under it are
+   * believed. Without it the index is not cached at all (an entry no later process could believe
+   * is not worth writing); archives still are. README "The index cache".
    */
   cacheKey?: Uint8Array;
   /** Default `PACKWARDEN_GITHUB_TOKEN`, `GITHUB_TOKEN`, `GH_TOKEN`. Sent to the GitHub API origin only. */
@@ -129,8 +132,15 @@ export interface OpenStoreOptions {
   signal?: AbortSignal;
 }
 
-/** The index text and the URL it was finally read from (relative archive URLs resolve against it). */
-async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: string; url: URL }> {
+/**
+ * The index text and the URL it was finally read from (relative archive URLs resolve against it).
+ * What the index cache had to say goes to `warnings`.
+ */
+async function loadIndexText(
+  url: URL,
+  ctx: StoreContext,
+  warnings: string[],
+): Promise<{ text: string; url: URL }> {
   const tooLarge = () =>
     new StoreError(
       'ERR_STORE_INDEX_TOO_LARGE',
@@ -144,7 +154,11 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
     try {
       const info = await stat(path);
       if (info.isDirectory())
-        return await loadIndexText(new URL('index.json', `${url.href.replace(/\/?$/, '/')}`), ctx);
+        return await loadIndexText(
+          new URL('index.json', `${url.href.replace(/\/?$/, '/')}`),
+          ctx,
+          warnings,
+        );
       // The user names the store, so a symlink to its index is followed; a FIFO or a file that
       // grows past the bound while it is read is refused, not waited on or read unbounded.
       const read = readSmallFile(path, STORE_INDEX_LIMITS.maxBytes, { followSymlinks: true });
@@ -167,10 +181,11 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
     ctx.cacheDir === undefined || ctx.cacheKey === undefined
       ? undefined
       : { dir: ctx.cacheDir, key: ctx.cacheKey };
-  // Trust boundary: the cache folder may have been written by someone else. Only an entry this
-  // process (or a holder of `cacheKey`) wrote for this URL, in files only this user can write, is
-  // revalidated; anything else is fetched in full, as if there were no cache.
+  // Trust boundary: the cache folder may have been written by someone else. Only an entry a holder
+  // of `cacheKey` wrote for this URL, in files only this user can write, is revalidated; anything
+  // else is fetched in full, as if there were no cache.
   const lookup = await readCachedIndex(cache, url.href);
+  if (lookup.kind === 'refused') warnings.push(lookup.reason);
   const cached = lookup.kind === 'hit' ? lookup.entry : undefined;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (cached) headers['if-none-match'] = cached.etag;
@@ -218,7 +233,10 @@ async function loadIndexText(url: URL, ctx: StoreContext): Promise<{ text: strin
     clearTimeout(timer);
   }
   const etag = response.headers.get('etag');
-  if (etag) await writeCachedIndex(cache, { url: url.href, etag, body });
+  if (etag) {
+    const written = await writeCachedIndex(cache, { url: url.href, etag, body });
+    if (written !== undefined) warnings.push(written);
+  }
   return { text: body, url: fetched.url };
 }
 
@@ -245,6 +263,7 @@ function searchScore(artifact: StoreArtifact, terms: string[]): number {
 
 class StoreImpl implements Store {
   readonly problems: StoreProblem[] = [];
+  readonly warnings: string[] = [];
   private readonly rows: StaticRow[] = [];
 
   constructor(
@@ -365,6 +384,26 @@ function timesListed(keys: string[]): Map<string, number> {
 }
 
 /**
+ * The `type/slug` of a row as any reader would key it, read from the raw row before a schema can
+ * drop it: a row this client refuses (a field out of its bounds) may be one another reader
+ * accepts, and then the two would install different rows under one name. Every row whose `type`
+ * and `slug` are strings counts, its type through the AgentHippo aliases (`agent-pack`, `packs`).
+ */
+function rawRowKey(raw: unknown): string[] {
+  if (typeof raw !== 'object' || raw === null) return [];
+  const { type, slug } = raw as Record<string, unknown>;
+  if (typeof type !== 'string' || typeof slug !== 'string') return [];
+  return [`${agentHippoArtifactType(type) ?? type}/${slug}`];
+}
+
+/** The `version` of a raw version record whenever it is a string, valid or not (see `rawRowKey`). */
+function rawVersion(raw: unknown): string[] {
+  if (typeof raw !== 'object' || raw === null) return [];
+  const { version } = raw as Record<string, unknown>;
+  return typeof version === 'string' ? [version] : [];
+}
+
+/**
  * An artifact (or a version) the index lists more than once is ambiguous: a reader keeping the
  * first row and one keeping the last would install different archives under one name, as a
  * member named twice would (README "Lenient index parsing"). None of its rows is used.
@@ -397,12 +436,13 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
     fetch: fetchImpl,
     env,
     cacheDir,
-    cacheKey: options.cacheKey ?? processIndexCacheKey(),
+    ...(options.cacheKey === undefined ? {} : { cacheKey: options.cacheKey }),
     timeoutMs: options.timeoutMs ?? 30_000,
     signal: options.signal,
   };
   if (options.signal?.aborted) throw abortError(options.signal);
-  const { text, url: indexUrl } = await loadIndexText(url, context);
+  const warnings: string[] = [];
+  const { text, url: indexUrl } = await loadIndexText(url, context, warnings);
   let document: unknown;
   try {
     // The project's strict parser (pack-manifest README, "Strict JSON"): a member named twice
@@ -452,10 +492,9 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
   }
   if (doc.format === STATIC_STORE_FORMAT) {
     const store = new StoreImpl('static', indexUrl.href, context, undefined);
+    store.warnings.push(...warnings);
     const parsedRows = doc.artifacts.map((raw) => StaticStoreArtifactSchema.safeParse(raw));
-    const rowsPerKey = timesListed(
-      parsedRows.flatMap((p) => (p.success ? [`${p.data.type}/${p.data.slug}`] : [])),
-    );
+    const rowsPerKey = timesListed(doc.artifacts.flatMap(rawRowKey));
     parsedRows.forEach((parsed, row) => {
       if (!parsed.success) {
         store.problems.push({ row, message: describeZodError(parsed.error) });
@@ -469,9 +508,7 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       const parsedVersions = parsed.data.versions.map((raw) =>
         StaticStoreVersionSchema.safeParse(raw),
       );
-      const entriesPerVersion = timesListed(
-        parsedVersions.flatMap((v) => (v.success ? [v.data.version] : [])),
-      );
+      const entriesPerVersion = timesListed(parsed.data.versions.flatMap(rawVersion));
       const versions = new Map<string, StaticStoreVersion>();
       parsedVersions.forEach((v, i) => {
         if (!v.success)
@@ -517,10 +554,9 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
       (env.GITHUB_TOKEN || env.GH_TOKEN || undefined);
     if (token) context.githubToken = { value: token, origin: github.api.origin };
     const store = new StoreImpl('agenthippo', indexUrl.href, context, github);
+    store.warnings.push(...warnings);
     const parsedRows = doc.artifacts.map((raw) => AgentHippoArtifactSchema.safeParse(raw));
-    const rowsPerKey = timesListed(
-      parsedRows.flatMap((p) => (p.success ? [`${p.data.type}/${p.data.slug}`] : [])),
-    );
+    const rowsPerKey = timesListed(doc.artifacts.flatMap(rawRowKey));
     parsedRows.forEach((parsed, row) => {
       if (!parsed.success) {
         store.problems.push({ row, message: describeZodError(parsed.error) });

@@ -5,12 +5,13 @@
  * read without bound (a large file, a link to one) before.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACK_SIGNATURE_MAX_BYTES } from '@packwarden/pack-signature';
 import { describe, expect, it } from 'vitest';
 import { SIGNATURE_FILE_MAX_BYTES } from '../src/artifact-checks.js';
-import { processIndexCacheKey, readCachedIndex, writeCachedIndex } from '../src/cache.js';
+import { readCachedIndex, writeCachedIndex } from '../src/cache.js';
 import { openStore } from '../src/index.js';
 import { acquireLock } from '../src/lock.js';
 import { refuseDowngrade } from '../src/staging.js';
@@ -86,7 +87,7 @@ describe('the store index named by a path', () => {
 describe('the index cache', () => {
   it('an entry written here is read back; a FIFO, a symlink or an oversized file is a miss', async () => {
     const cacheDir = await tempDir();
-    const cache = { dir: cacheDir, key: processIndexCacheKey() };
+    const cache = { dir: cacheDir, key: randomBytes(32) };
     const url = 'https://store.example/index.json';
     await writeCachedIndex(cache, { url, etag: '"1"', body: '{"version":1,"artifacts":[]}' });
     const hit = await readCachedIndex(cache, url);

@@ -6,15 +6,20 @@
  * hand it over) and asserts that the server's real index is used instead, fetched in full.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, copyFile, mkdir, symlink, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { describe, expect, it } from 'vitest';
 import {
-  indexCacheFile,
-  processIndexCacheKey,
-  readCachedIndex,
-  writeCachedIndex,
-} from '../src/cache.js';
+  chmod,
+  chown,
+  copyFile,
+  mkdir,
+  readdir,
+  readFile,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { indexCacheFile, readCachedIndex, writeCachedIndex } from '../src/cache.js';
 import { openStore } from '../src/index.js';
 import { startServer, tempDir } from './helpers.js';
 
@@ -58,7 +63,7 @@ async function storeServer() {
 async function archiveOf(
   url: string,
   cacheDir: string,
-  /** `default`: no `cacheKey` option, so the process's own key. */
+  /** `default`: no `cacheKey` option. */
   cacheKey: Uint8Array | 'default' = KEY,
 ): Promise<string> {
   const store = await openStore({
@@ -184,16 +189,12 @@ describe('the index cache is believed only when this process wrote it', () => {
     expect(server.requests.at(-1)?.headers['if-none-match']).toBe(ETAG);
   });
 
-  it('an index fetched here is revalidated by the next open in the same process (default key)', async () => {
+  it('an index fetched under a cacheKey is revalidated by the next open with that key', async () => {
     const server = await storeServer();
     const cacheDir = await tempDir();
-    expect(await archiveOf(server.indexUrl, cacheDir, 'default')).toBe(
-      `${server.url}/demo-1.0.0.tgz`,
-    );
+    expect(await archiveOf(server.indexUrl, cacheDir)).toBe(`${server.url}/demo-1.0.0.tgz`);
     expect(server.requests.at(-1)?.headers['if-none-match']).toBeUndefined();
-    expect(await archiveOf(server.indexUrl, cacheDir, 'default')).toBe(
-      `${server.url}/demo-1.0.0.tgz`,
-    );
+    expect(await archiveOf(server.indexUrl, cacheDir)).toBe(`${server.url}/demo-1.0.0.tgz`);
     expect(server.requests.at(-1)?.headers['if-none-match']).toBe(ETAG);
   });
 
@@ -216,16 +217,23 @@ describe('the index cache is believed only when this process wrote it', () => {
     );
   }
 
-  it("the default key is this process's own: an entry from any other key is not believed", async () => {
+  it('without a cacheKey the index cache is neither written nor read (no later process could believe it)', async () => {
     const server = await storeServer();
     const cacheDir = await tempDir();
-    await plantGenuine(cacheDir, server.indexUrl, randomBytes(32));
+    for (let run = 0; run < 2; run += 1) {
+      expect(await archiveOf(server.indexUrl, cacheDir, 'default')).toBe(
+        `${server.url}/demo-1.0.0.tgz`,
+      );
+      expect(server.requests.at(-1)?.headers['if-none-match']).toBeUndefined();
+    }
+    expect(await readdir(cacheDir)).not.toContain('index');
+
+    // Not even an authentic entry of some key is consulted.
+    await plantGenuine(cacheDir, server.indexUrl);
     expect(await archiveOf(server.indexUrl, cacheDir, 'default')).toBe(
       `${server.url}/demo-1.0.0.tgz`,
     );
-    expect(server.requests[0]?.headers['if-none-match']).toBeUndefined();
-    await plantGenuine(cacheDir, server.indexUrl, processIndexCacheKey());
-    expect(await archiveOf(server.indexUrl, cacheDir, 'default')).toBe(ATTACKER_ARCHIVE);
+    expect(server.requests.at(-1)?.headers['if-none-match']).toBeUndefined();
   });
 
   it('a cacheKey shorter than 32 bytes is ERR_INVALID_ARGUMENT', async () => {
@@ -235,5 +243,69 @@ describe('the index cache is believed only when this process wrote it', () => {
       cacheKey: new Uint8Array(16),
     }).catch((e: unknown) => e as { code?: string });
     expect((error as { code?: string }).code).toBe('ERR_INVALID_ARGUMENT');
+  });
+});
+
+describe('the index cache folder', () => {
+  it("this user's group-writable folder (umask 002) is narrowed to 0700 with a warning, and then used", async () => {
+    const server = await storeServer();
+    const cacheDir = await tempDir();
+    const folder = join(cacheDir, 'index');
+    await mkdir(folder, { mode: 0o700 });
+    await chmod(folder, 0o775);
+
+    const first = await openStore({ url: server.indexUrl, env: {}, cacheDir, cacheKey: KEY });
+    expect(first.warnings.join('\n')).toMatch(/was mode 775; it is now 700/);
+    expect((await stat(folder)).mode & 0o777).toBe(0o700);
+
+    const second = await openStore({ url: server.indexUrl, env: {}, cacheDir, cacheKey: KEY });
+    expect(server.requests.at(-1)?.headers['if-none-match']).toBe(ETAG);
+    expect(second.warnings).toEqual([]);
+  });
+
+  it('a group-writable folder holding an entry: the refusal is a store warning, the folder is narrowed', async () => {
+    const server = await storeServer();
+    const cacheDir = await tempDir();
+    await plantGenuine(cacheDir, server.indexUrl);
+    const folder = dirname(indexCacheFile(cacheDir, server.indexUrl));
+    await chmod(folder, 0o775);
+    const store = await openStore({ url: server.indexUrl, env: {}, cacheDir, cacheKey: KEY });
+    expect(store.resolve({ type: 'pack', slug: 'demo' }).source.url.href).toBe(
+      `${server.url}/demo-1.0.0.tgz`,
+    );
+    expect(store.warnings).toEqual([
+      expect.stringMatching(/is ignored: the folder is writable by group or others \(mode 775\)/),
+      expect.stringMatching(/was mode 775; it is now 700/),
+    ]);
+  });
+
+  it('a symlinked index folder is neither narrowed nor written through', async () => {
+    const server = await storeServer();
+    const cacheDir = await tempDir();
+    const elsewhere = await tempDir();
+    await chmod(elsewhere, 0o775);
+    await symlink(elsewhere, join(cacheDir, 'index'));
+    const store = await openStore({ url: server.indexUrl, env: {}, cacheDir, cacheKey: KEY });
+    expect(store.list()).toHaveLength(1);
+    expect(store.warnings.join('\n')).toMatch(/not cached in .*: the folder is a symlink/);
+    expect((await stat(elsewhere)).mode & 0o777).toBe(0o775);
+    expect(await readdir(elsewhere)).toEqual([]);
+  });
+
+  it('an entry read with the strict JSON parser: a member named twice is refused', async () => {
+    const server = await storeServer();
+    const cacheDir = await tempDir();
+    await plantGenuine(cacheDir, server.indexUrl);
+    const file = indexCacheFile(cacheDir, server.indexUrl);
+    // A last-wins reader sees the authentic entry; a first-wins one sees another body.
+    const genuine = await readFile(file, 'utf8');
+    await writeFile(file, `{"body":${JSON.stringify(REAL_INDEX)},${genuine.slice(1)}`, {
+      mode: 0o600,
+    });
+    const lookup = await readCachedIndex({ dir: cacheDir, key: KEY }, server.indexUrl);
+    expect(lookup.kind === 'refused' && lookup.reason).toMatch(/repeats the member "body"/);
+    const store = await openStore({ url: server.indexUrl, env: {}, cacheDir, cacheKey: KEY });
+    expect(store.warnings.join('\n')).toMatch(/repeats the member "body"/);
+    expect(server.requests[0]?.headers['if-none-match']).toBeUndefined();
   });
 });

@@ -81,7 +81,8 @@ describe('installPack from a static store over HTTP', () => {
     const { out, home, root } = await storeWithPacks(['1.0.0']);
     const server = await serveDir(out);
     const cacheDir = join(root, 'cache');
-    const open = () => openStore({ url: `${server.url}/index.json`, env: {}, cacheDir });
+    const cacheKey = randomBytes(32);
+    const open = () => openStore({ url: `${server.url}/index.json`, env: {}, cacheDir, cacheKey });
     await installPack(await open(), { type: 'pack', slug: 'demo' }, { home });
     const store = await open();
     const indexRequests = server.requests.filter((r) => r.url === '/index.json');
@@ -517,16 +518,18 @@ describe('static store transport rules', () => {
     expect(result.digest).toBe((await computePackDigest(dir)).digest);
   });
 
-  it('caches under $PACKWARDEN_HOME/cache/store by default', async () => {
+  it('caches under $PACKWARDEN_HOME/cache/store by default (the index only with a cacheKey)', async () => {
     const { out, root } = await storeWithPacks(['1.0.0']);
     const server = await serveDir(out);
     const env = { PACKWARDEN_HOME: join(root, 'pwhome') };
     const store = await openStore({ url: `${server.url}/index.json`, env });
     const result = await installPack(store, { type: 'pack', slug: 'demo' }, { env });
     expect(result.dir).toBe(join(root, 'pwhome', 'agents', 'demo', '1.0.0'));
-    expect(await readdir(join(root, 'pwhome', 'cache', 'store', 'index'))).toHaveLength(1);
+    expect(await readdir(join(root, 'pwhome', 'cache', 'store'))).toEqual(['archives']);
     expect(await readdir(join(root, 'pwhome', 'cache', 'store', 'archives'))).toEqual([
       `${result.archiveSha256}.tar.gz`,
     ]);
+    await openStore({ url: `${server.url}/index.json`, env, cacheKey: randomBytes(32) });
+    expect(await readdir(join(root, 'pwhome', 'cache', 'store', 'index'))).toHaveLength(1);
   });
 });

@@ -1,11 +1,17 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readBoundedFile, writeFileAtomic } from '@packwarden/pack-manifest/fs';
+import {
+  errorCode,
+  ownerOnlyFolderProblem,
+  ownerOnlyProblem,
+  prepareOwnerOnlyFolder,
+  readBoundedFile,
+  writeFileAtomic,
+} from '@packwarden/pack-manifest/fs';
 import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
-import { errorCode } from './error-code.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 
 /** The last good key set of one remote source, as kept on disk. */
@@ -55,6 +61,27 @@ export function noteCacheEntryBelieved(
   fetchedAt: Date,
 ): void {
   raiseFloor(cacheFilePath(dir, source.kind, source.url, [...source.pins].sort()), fetchedAt);
+}
+
+/**
+ * The `fetchedAt` to record for a key set `source` answered with at `now`: `now`, unless this
+ * process has already believed, written or retired an entry of that file dated at or after it (an
+ * entry from a process whose clock ran up to 5 minutes ahead, a retirement just past such an
+ * entry, a clock stepped back), in which case one millisecond past that floor. A new set dated
+ * below the floor would never be read back: no cache hit and no stale copy during an outage until
+ * the clock caught up. Dated at the floor itself it would tie with the entry it replaces, and that
+ * entry, put back, would be believed in its place. Strictly increasing per file, so the rollback
+ * rule still holds: every copy written before is older than this one.
+ */
+export function fetchedAtForNewEntry(
+  dir: string,
+  source: { kind: CacheEntry['kind']; url: string; pins: readonly string[] },
+  now: Date,
+): Date {
+  const floor = oldestBelievable.get(
+    cacheFilePath(dir, source.kind, source.url, [...source.pins].sort()),
+  );
+  return floor === undefined || now.getTime() > floor ? now : new Date(floor + 1);
 }
 
 function raiseFloor(file: string, instant: Date): void {
@@ -143,12 +170,7 @@ export async function readCacheEntry(
   const read = readBoundedFile(file, TRUST_ROOT_LIMITS.maxCacheFileBytes);
   if (read.kind === 'absent') return undefined;
   if (read.kind === 'symlink' || read.kind === 'failed') return ignored(errorCode(read.cause));
-  let problem: string | undefined;
-  try {
-    problem = (await unsafeFolder(dir)) ?? unsafeStats(read.stats, 'file');
-  } catch (error) {
-    return ignored(errorCode(error));
-  }
+  const problem = (await ownerOnlyFolderProblem(dir)) ?? ownerOnlyProblem(read.stats, 'file');
   if (problem !== undefined) return ignored(problem);
   if (read.kind === 'too-large') return ignored('it is too large');
   if (read.kind !== 'read') return ignored('it grew while it was being read');
@@ -195,15 +217,17 @@ export async function writeCacheEntry(
   const pins = [...entry.pins].sort();
   const file = cacheFilePath(dir, entry.kind, entry.url, pins);
   raiseFloor(file, entry.fetchedAt);
+  const folder = await prepareOwnerOnlyFolder(dir);
+  if (!folder.ok) {
+    warnings.push(`trust root cache not written to ${dir}: ${folder.problem}.`);
+    return;
+  }
+  if (folder.tightenedFrom !== undefined) {
+    warnings.push(
+      `trust root cache folder ${dir} was mode ${folder.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed.`,
+    );
+  }
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const folder = await lstat(dir);
-    const ownerProblem = unsafeOwner(folder, 'folder');
-    if (!folder.isDirectory() || ownerProblem !== undefined) {
-      warnings.push(`trust root cache not written: ${dir} ${ownerProblem ?? 'is not a folder'}.`);
-      return;
-    }
-    if ((folder.mode & 0o077) !== 0) await chmod(dir, 0o700);
     const covered = {
       version: CACHE_VERSION,
       kind: entry.kind,
@@ -254,35 +278,6 @@ export async function retireCacheEntry(
     warnings.push(`trust root cache ${file} could not be removed: ${errorCode(error)}.`);
     return true;
   }
-}
-
-interface StatsLike {
-  readonly uid: number;
-  readonly mode: number;
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-}
-
-async function unsafeFolder(dir: string): Promise<string | undefined> {
-  return unsafeStats(await lstat(dir), 'folder');
-}
-
-function unsafeStats(stats: StatsLike, kind: 'file' | 'folder'): string | undefined {
-  if (kind === 'file' ? !stats.isFile() : !stats.isDirectory())
-    return `the ${kind} is not a regular ${kind}`;
-  const owner = unsafeOwner(stats, kind);
-  if (owner !== undefined) return owner;
-  if ((stats.mode & 0o022) !== 0)
-    return `the ${kind} is writable by group or others (mode ${(stats.mode & 0o777).toString(8)})`;
-  return undefined;
-}
-
-function unsafeOwner(stats: StatsLike, kind: 'file' | 'folder'): string | undefined {
-  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
-  if (uid !== undefined && stats.uid !== uid)
-    return `the ${kind} belongs to another user (uid ${stats.uid})`;
-  return undefined;
 }
 
 function safeJson(text: string): unknown {

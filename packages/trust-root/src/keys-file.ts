@@ -1,5 +1,4 @@
-import { readBoundedFile } from '@packwarden/pack-manifest/fs';
-import { errorCode } from './error-code.js';
+import { errorCode, readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { TrustRootError } from './errors.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 import { decodeUtf8 } from './utf8.js';

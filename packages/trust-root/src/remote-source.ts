@@ -5,6 +5,7 @@ import { buildKeyRing, type KeyRing } from './key-ring.js';
 import { fetchKeySet, type KeySetResponse } from './jwks-fetch.js';
 import { freshnessMs } from './cache-control.js';
 import {
+  fetchedAtForNewEntry,
   noteCacheEntryBelieved,
   readCacheEntry,
   retireCacheEntry,
@@ -157,6 +158,9 @@ export async function loadRemoteKeys(
 
   const body = response.body;
   const ring = await answeredWith(() => ringOf(body, what));
+  // Later than every copy of this source the process has believed or retired, so it is read back.
+  const fetchedAt =
+    cacheDir === false ? validatedAt : fetchedAtForNewEntry(cacheDir, cacheSource, validatedAt);
   if (cacheDir !== false) {
     await writeCacheEntry(
       cacheDir,
@@ -166,7 +170,7 @@ export async function loadRemoteKeys(
         pins: spec.pins,
         body: response.body,
         ...(response.etag === undefined ? {} : { etag: response.etag }),
-        fetchedAt: validatedAt,
+        fetchedAt,
         validatedAt,
         expiresAt,
       },
@@ -178,7 +182,7 @@ export async function loadRemoteKeys(
     ring,
     stale: false,
     delivery: 'network',
-    fetchedAt: validatedAt,
+    fetchedAt,
     validatedAt,
     expiresAt,
   };

@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, readdir, readFile, rm, stat, symlink, writeFile, rename } from 'node:fs/promises';
+import {
+  chmod,
+  mkdir,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+  rename,
+} from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -202,6 +212,28 @@ describe('freshness: Cache-Control max-age', () => {
     await chmod(dir.path, 0o755);
     await loader(clock())();
     expect((await stat(dir.path)).mode & 0o777).toBe(0o700);
+  });
+
+  it('tightens a group-writable folder of this user (umask 002) to 0700, with a warning, and uses it', async () => {
+    await chmod(dir.path, 0o775);
+    const time = clock();
+    const first = await loader(time)();
+    expect(first.warnings.join('\n')).toMatch(/was mode 775; it is now 700/);
+    expect((await stat(dir.path)).mode & 0o777).toBe(0o700);
+    expect((await loader(time)()).delivery).toBe('cache');
+  });
+
+  it('never narrows the folder a symlinked cache folder points at', async () => {
+    const target = join(dir.path, 'target');
+    const link = join(dir.path, 'link');
+    await mkdir(target, { mode: 0o755 });
+    await chmod(target, 0o775);
+    await symlink(target, link);
+    const root = await loader(clock(), { cacheDir: link })();
+    expect(root.status).toBe('ok');
+    expect(root.warnings.join('\n')).toMatch(/not written to .*: the folder is a symlink/);
+    expect((await stat(target)).mode & 0o777).toBe(0o775);
+    expect(await readdir(target)).toEqual([]);
   });
 
   it('defaults the cache to $PACKWARDEN_HOME/cache/trust-root', async () => {

@@ -1,4 +1,4 @@
-import { copyFile, readdir } from 'node:fs/promises';
+import { copyFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -251,5 +251,85 @@ describe('pins that pin nothing are refused, never read as "no pins"', () => {
     expect(root.status).toBe('ok');
     expect(decide(root, compromised, time)).toMatchObject({ reason: 'not-pinned' });
     expect(decide(root, successor, time).kind).toBe('ok');
+  });
+});
+
+describe('a key set fetched after a copy dated ahead of the clock was retired', () => {
+  // A clock running 4 minutes fast (until NTP steps it back; or another process sharing the
+  // cacheKey) dates a copy ahead of the clock. Believing it, then retiring it, puts the floor past
+  // that date: a set fetched afterwards must be dated past the floor too, or it is never read
+  // back (no cache hit, no stale copy in an outage) until the clock catches up.
+  async function retireCopyDatedAhead(time: ReturnType<typeof clock>): Promise<{
+    file: string;
+    retired: string;
+  }> {
+    time.advance(4 * MINUTE);
+    expect((await loader(time)()).delivery).toBe('network');
+    const [name] = await readdir(dir.path);
+    const file = join(dir.path, name ?? '');
+    const retired = join(dir.path, '..', `${counter}-retired.json`);
+    await copyFile(file, retired);
+    time.advance(-4 * MINUTE);
+    expect((await loader(time)()).delivery).toBe('cache');
+    // The cache is cleared, so the next load asks the source, which has taken the set down.
+    await rm(file);
+    mode = { kind: 'status', code: 410 };
+    expect(code(await loader(time)())).toBe('ERR_HTTP_STATUS');
+    return { file, retired };
+  }
+
+  it('is served from the cache, and as stale in an outage; the retired copy stays refused', async () => {
+    const time = clock();
+    const { file, retired } = await retireCopyDatedAhead(time);
+
+    // The source is back, with the compromised key revoked.
+    mode = { kind: 'serve', body: jwks({ ...compromised.jwk, revoked: true }, successor) };
+    time.advance(MINUTE);
+    expect((await loader(time)()).delivery).toBe('network');
+
+    time.advance(30_000);
+    const net = forbiddenFetch();
+    const hit = await loader(time, { fetch: net.fetch })();
+    expect(net.calls()).toBe(0);
+    expect(hit.delivery).toBe('cache');
+    expect(decide(hit, successor, time).kind).toBe('ok');
+
+    mode = { kind: 'status', code: 503 };
+    time.advance(MINUTE);
+    const outage = await loader(time)();
+    expect(outage.delivery).toBe('stale-cache');
+    expect(decide(outage, successor, time).kind).toBe('ok');
+    expect(decide(outage, compromised, time)).toMatchObject({ reason: 'revoked' });
+
+    // The retired copy, put back while it still looks fresh, is not believed.
+    await copyFile(retired, file);
+    const rolledBack = await loader(time)();
+    expect(rolledBack.warnings.join('\n')).toMatch(/rolled-back copy/);
+    expect(decide(rolledBack, compromised, time).kind).not.toBe('ok');
+  });
+
+  it('two sets fetched before the clock catches up are still ordered: the older one put back is refused', async () => {
+    const time = clock();
+    const { file } = await retireCopyDatedAhead(time);
+
+    mode = { kind: 'serve', body: jwks(compromised, successor) };
+    time.advance(MINUTE);
+    await loader(time)();
+    const older = join(dir.path, '..', `${counter}-older.json`);
+    await copyFile(file, older);
+
+    // Still behind the retired copy's date: the source revokes the key, this process takes it.
+    mode = { kind: 'serve', body: jwks({ ...compromised.jwk, revoked: true }, successor) };
+    time.advance(MINUTE + 1000);
+    const revoked = await loader(time)();
+    expect(revoked.delivery).toBe('network');
+    expect(decide(revoked, compromised, time)).toMatchObject({ reason: 'revoked' });
+
+    await copyFile(older, file);
+    mode = { kind: 'status', code: 503 };
+    time.advance(MINUTE);
+    const outage = await loader(time)();
+    expect(outage.warnings.join('\n')).toMatch(/rolled-back copy/);
+    expect(decide(outage, compromised, time).kind).not.toBe('ok');
   });
 });

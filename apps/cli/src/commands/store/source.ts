@@ -22,10 +22,12 @@ export async function openStoreAt(
       ? {}
       : { url: /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : resolve(io.cwd, url) }),
   });
-  if (report)
+  if (report) {
     for (const problem of store.problems)
       io.stderr.write(
         `warning: store index row ${problem.row} skipped: ${safe(problem.message)}\n`,
       );
+    for (const warning of store.warnings) io.stderr.write(`warning: ${safe(warning)}\n`);
+  }
   return store;
 }
