@@ -64,8 +64,13 @@ export function assertFetchable(
  * otherwise make every client GET whatever listens on its own 127.0.0.1, and take the answer as
  * the artifact. An `http:` start (itself loopback) may stay on plain http.
  */
+export function isDowngrade(from: URL, to: URL): boolean {
+  return from.protocol === 'https:' && to.protocol === 'http:';
+}
+
+/** {@link isDowngrade}, refused with `ERR_STORE_URL_INVALID` naming `what`. */
 export function assertNoDowngrade(from: URL, to: URL, what: string): void {
-  if (from.protocol !== 'https:' || to.protocol !== 'http:') return;
+  if (!isDowngrade(from, to)) return;
   throw new StoreError(
     'ERR_STORE_URL_INVALID',
     `${what} ${to.origin} uses plain http, but ${from.origin} was reached over https; plain http is never reached from https (not even on loopback)`,

@@ -2,7 +2,7 @@ import { resolveDownloadTimeout } from '../download-deadline.js';
 import { abortError, isStoreError, StoreError } from '../errors.js';
 import { readBounded, type FetchedResponse, type FetchLike } from '../http.js';
 import type { Env } from '../store.js';
-import { assertFetchable, assertNoDowngrade } from '../url-policy.js';
+import { assertFetchable, assertNoDowngrade, isDowngrade } from '../url-policy.js';
 import { parseAuthChallenge, type AuthChallenge } from './challenge.js';
 import { readDockerCredentials, type RegistryCredentials } from './docker-config.js';
 import { ociError } from './errors.js';
@@ -362,10 +362,10 @@ export class RegistrySession {
       );
     }
     assertFetchable(realm, 'token realm', { allowFile: false });
-    // The realm gets the registry's credentials (that is the flow): never over a weaker channel
-    // than the registry itself, so an https registry cannot send them to a plain-HTTP service,
-    // not even one on loopback.
-    if (this.ref.baseUrl.protocol === 'https:' && realm.protocol !== 'https:') {
+    // The realm gets the registry's credentials (that is the flow): the no-downgrade rule of every
+    // other hop, under the auth code, so an https registry cannot send them to a plain-HTTP
+    // service, not even one on loopback.
+    if (isDowngrade(this.ref.baseUrl, realm)) {
       throw ociError(
         'ERR_OCI_AUTH_CHALLENGE_INVALID',
         `the registry ${this.ref.registry} uses https but named the plain-HTTP token realm ${realm.origin}; credentials go to a token realm only over https when the registry uses it`,
