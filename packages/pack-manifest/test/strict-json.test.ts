@@ -110,6 +110,35 @@ describe('parseStrictJson', () => {
     );
   });
 
+  // Strings are scanned in runs of plain characters (issue 14); the characters that end a run
+  // (quote, backslash, control characters, surrogates) must be judged one by one as before.
+  it('reads raw string characters one by one: controls and lone surrogates refused (property)', () => {
+    const isWellFormed = (text: string) => !/\p{Cs}/u.test(text);
+    fc.assert(
+      fc.property(
+        fc.string({
+          unit: fc.oneof(
+            fc.constantFrom('\ud83d', '\ude00', '\u001f', 'a'),
+            fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+          ),
+          maxLength: 40,
+        }),
+        (raw) => {
+          const body = raw.replace(/["\\]/g, '');
+          const expected =
+            // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+            /[\u0000-\u001f]/.test(body) || !isWellFormed(body) ? 'ERR_JSON_SYNTAX' : 'ok';
+          expect(problem(`"${body}"`), JSON.stringify(body)).toBe(expected);
+          if (expected === 'ok') expect(parseStrictJson(`["${body}", 1]`)).toEqual([body, 1]);
+          // Escaped by JSON.stringify (well-formed: lone surrogates become \u escapes).
+          expect(problem(JSON.stringify(raw))).toBe(isWellFormed(raw) ? 'ok' : 'ERR_JSON_SYNTAX');
+          if (isWellFormed(raw)) expect(parseStrictJson(JSON.stringify(raw))).toBe(raw);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
   it('on any text, returns a value or throws an ERR_JSON_* PackManifestError (property)', () => {
     fc.assert(
       fc.property(

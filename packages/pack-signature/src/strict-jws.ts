@@ -1,4 +1,4 @@
-import { decodeCanonicalBase64url } from './base64url.js';
+import { decodeCanonicalAlphabetChecked } from './base64url.js';
 import { PACK_SIGNATURE_ALG, PACK_SIGNATURE_MAX_BYTES } from './constants.js';
 import { kidProblem } from '@packwarden/pack-manifest/resolve';
 import {
@@ -76,6 +76,8 @@ export type StrictParseResult<T> =
   { ok: true; value: T } | { ok: false; reason: MalformedReason; message: string };
 
 const ALLOWED_HEADER_PARAMETERS = new Set(['alg', 'typ', 'kid']);
+/** The base64url alphabet and the segment separator. */
+const TOKEN_ALPHABET = /^[A-Za-z0-9_.-]*$/;
 // new Date(ms) is valid up to 8.64e15 ms.
 const MAX_DATE_SECONDS = 8_640_000_000_000;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -96,14 +98,16 @@ export function parseCompactJws(text: string): StrictParseResult<ParsedCompactJw
   }
   const token = text.endsWith('\n') ? text.slice(0, -1) : text;
   if (token.length === 0) return refuse('empty', 'pack.sig holds no token');
-  if (token.includes('\n')) {
-    return refuse('trailing-data', 'pack.sig holds more than one line');
-  }
-  if (/[\s\u0085]/.test(token)) {
-    return refuse('whitespace', 'the token contains whitespace');
-  }
-  if (token.includes('=')) return refuse('padding', 'the token contains "=" padding');
-  if (!/^[A-Za-z0-9_.-]*$/.test(token)) {
+  // One scan for the usual token; the refusals below, in their order, only for one that fails it
+  // (nothing it admits holds a line break, whitespace or padding).
+  if (!TOKEN_ALPHABET.test(token)) {
+    if (token.includes('\n')) {
+      return refuse('trailing-data', 'pack.sig holds more than one line');
+    }
+    if (/[\s\u0085]/.test(token)) {
+      return refuse('whitespace', 'the token contains whitespace');
+    }
+    if (token.includes('=')) return refuse('padding', 'the token contains "=" padding');
     return refuse('invalid-character', 'the token contains a character outside base64url');
   }
   const segments = token.split('.');
@@ -120,7 +124,7 @@ export function parseCompactJws(text: string): StrictParseResult<ParsedCompactJw
     ['payload', payloadSegment],
     ['signature', signatureSegment],
   ] as const) {
-    const bytes = decodeCanonicalBase64url(segment);
+    const bytes = decodeCanonicalAlphabetChecked(segment);
     if (bytes === undefined) {
       return refuse('non-canonical-base64url', `the ${name} is not canonical base64url`);
     }

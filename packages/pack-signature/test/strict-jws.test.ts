@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { createPrivateKey, createPublicKey, createHmac, sign as cryptoSign } from 'node:crypto';
 import { mkdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeCanonicalBase64url } from '../src/base64url.js';
 import {
   PACK_SIGNATURE_MAX_BYTES,
   parsePackSignature,
@@ -157,6 +159,49 @@ describe('text-level refusals', () => {
     await expectMalformed(
       `${goodHeader()}AA.${goodPayload()}.${signature}`,
       'non-canonical-base64url',
+    );
+  });
+});
+
+describe('canonical base64url without encoding again (issue 14)', () => {
+  // parseCompactJws decides canonical from the length and the last character; the rule it
+  // replaced was "re-encoding the bytes gives back the segment". Both must agree on every segment.
+  const reencodes = (segment: string) =>
+    segment.length % 4 !== 1 && Buffer.from(segment, 'base64url').toString('base64url') === segment;
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+  it('agrees with re-encoding on every segment of up to 3 characters', () => {
+    const segments = [''];
+    for (let length = 1; length <= 3; length++) {
+      for (const prefix of segments.filter((segment) => segment.length === length - 1)) {
+        for (const char of alphabet) segments.push(prefix + char);
+      }
+    }
+    expect(segments.length).toBe(1 + 64 + 64 ** 2 + 64 ** 3);
+    let canonical = 0;
+    for (const segment of segments) {
+      const decoded = decodeCanonicalBase64url(segment);
+      expect(decoded !== undefined, segment).toBe(reencodes(segment));
+      if (decoded) {
+        canonical++;
+        expect(Buffer.from(decoded).equals(Buffer.from(segment, 'base64url'))).toBe(true);
+      }
+    }
+    // One spelling per byte string: 1 + 256 + 65,536 of them (no 1-character spelling).
+    expect(canonical).toBe(1 + 256 + 256 ** 2);
+  });
+
+  it('agrees with re-encoding on longer segments and refuses other alphabets (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom(...alphabet, '+', '/', '=', '.', ' '), maxLength: 200 }),
+        (segment) => {
+          const decoded = decodeCanonicalBase64url(segment);
+          const expected = /^[A-Za-z0-9_-]*$/.test(segment) && reencodes(segment);
+          expect(decoded !== undefined, segment).toBe(expected);
+        },
+      ),
+      { numRuns: 3000 },
     );
   });
 });
