@@ -3,7 +3,8 @@
 // trust root in PACKWARDEN_PACK_SIGNING_KEYS), timed from spawn to the `welcome` frame, next to
 // `node -e 0` in the same environment, in interleaved rounds.
 //   node bench/boot/run.mjs [--runs N] [--cpu-prof DIR] [--cli PATH]
-// --cpu-prof DIR writes one V8 CPU profile of a boot (after the timed rounds) to DIR; --cli runs
+// --cpu-prof DIR writes one V8 CPU profile of a boot (after the timed rounds) to DIR, sampled
+// every PW_PROF_INTERVAL µs (default 1000; 50 shows module loading); --cli runs
 // another build of the CLI (default apps/cli/dist/bin.cjs, built when missing).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -180,7 +181,13 @@ try {
   if (profileDir !== undefined) {
     const dir = resolve(profileDir);
     mkdirSync(dir, { recursive: true });
-    await bootOnce(env, freshState(), ['--cpu-prof', '--cpu-prof-dir', dir]);
+    await bootOnce(env, freshState(), [
+      '--cpu-prof',
+      '--cpu-prof-interval',
+      process.env.PW_PROF_INTERVAL ?? '1000',
+      '--cpu-prof-dir',
+      dir,
+    ]);
     console.log(`\nCPU profile of one boot written to ${dir}`);
   }
 } finally {

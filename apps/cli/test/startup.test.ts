@@ -493,6 +493,19 @@ describe("output on a pipe or a socket: written to the descriptor, Node's stream
     expect(JSON.parse(readFileSync(schema, 'utf8'))).toHaveProperty('$schema');
   });
 
+  test('a sandbox boot never loads node:http (only `sandbox doctor` serves HTTP)', () => {
+    const probe = probeModules(/^NativeModule (http|_http_server)$/);
+    const args = ['sandbox', '--stdio', '--agent', copyOfExample(), '--isolation', 'off'];
+    const result = spawnSync(
+      process.execPath,
+      ['-r', probe.probe, bin, ...args, '--state-dir', tempDir()],
+      { encoding: 'utf8', input: '{"type":"hello","protocols":[1]}\n{"type":"shutdown"}\n' },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('"type":"welcome"');
+    expect(probe.loaded()).toEqual([]);
+  });
+
   test("sandbox commands keep Node's streams (the probe sees node:net load for them)", () => {
     const probe = probeModules();
     const result = spawnSync(process.execPath, ['-r', probe.probe, bin, 'sandbox', '--help'], {

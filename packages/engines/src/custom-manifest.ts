@@ -1,6 +1,9 @@
-import { lstat, readFile, realpath } from 'node:fs/promises';
+// Synchronous calls: an engine is loaded once per boot, where each trip through the thread pool
+// cost more than the call (issue 14).
+import { lstatSync, realpathSync } from 'node:fs';
 import { extname, join, relative, isAbsolute, sep } from 'node:path';
 import * as z from 'zod';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './engine-files.js';
 import { EngineError } from './errors.js';
 
@@ -230,18 +233,21 @@ export function parseCustomEngineManifest(
 export async function loadCustomEngineManifest(dir: string): Promise<LoadedCustomEngineManifest> {
   let root: string;
   try {
-    root = await realpath(dir);
+    root = realpathSync.native(dir);
   } catch (cause) {
     throw invalid(dir, `no engine folder: ${(cause as Error).message}`, cause);
   }
   const file = join(root, CUSTOM_ENGINE_MANIFEST_FILE);
   let text: string;
   try {
-    const info = await lstat(file);
-    if (!info.isFile()) throw new Error('not a regular file');
-    if (info.size > CUSTOM_ENGINE_MANIFEST_LIMITS.maxBytes)
+    // Never through a symlink, and at most maxBytes even when the file grows meanwhile.
+    const read = readBoundedFile(file, CUSTOM_ENGINE_MANIFEST_LIMITS.maxBytes);
+    if (read.kind === 'absent' || read.kind === 'failed') throw read.cause;
+    if (read.kind === 'symlink' || read.kind === 'not-regular-file')
+      throw new Error('not a regular file');
+    if (read.kind !== 'read')
       throw new Error(`larger than ${CUSTOM_ENGINE_MANIFEST_LIMITS.maxBytes} bytes`);
-    text = new TextDecoder('utf-8', { fatal: true }).decode(await readFile(file));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(read.bytes);
   } catch (cause) {
     throw invalid(file, (cause as Error).message, cause);
   }
@@ -255,8 +261,8 @@ export async function loadCustomEngineManifest(dir: string): Promise<LoadedCusto
   }
   let entryPath: string;
   try {
-    entryPath = await realpath(declared);
-    if (!(await lstat(entryPath)).isFile()) throw new Error('not a regular file');
+    entryPath = realpathSync.native(declared);
+    if (!lstatSync(entryPath).isFile()) throw new Error('not a regular file');
   } catch (cause) {
     throw new EngineError(
       'ERR_ENGINE_ENTRY_INVALID',

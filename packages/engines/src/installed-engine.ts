@@ -2,8 +2,11 @@
 // loader uses it, and `pack verify --installed` imports it alone (installed-entry.ts). Importing
 // the whole package from the CLI for it made every sandbox boot run the claude and codex engine
 // modules too (apps/cli/test/startup.test.ts).
-import { lstat, readFile } from 'node:fs/promises';
+// Synchronous calls: a sandbox boot makes them once each, where a trip through the thread pool
+// cost more than the call (issue 14).
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest/resolve';
 import { CUSTOM_ENGINE_MANIFEST_FILE, ENGINE_ID_PATTERN } from './engine-files.js';
 
@@ -19,7 +22,7 @@ export interface InstalledEngineSource {
 /** `dir` holds `engine.manifest.json` as a regular file. */
 export async function isEngineFolder(dir: string): Promise<boolean> {
   try {
-    return (await lstat(join(dir, CUSTOM_ENGINE_MANIFEST_FILE))).isFile();
+    return lstatSync(join(dir, CUSTOM_ENGINE_MANIFEST_FILE)).isFile();
   } catch {
     return false;
   }
@@ -29,15 +32,12 @@ export async function isEngineFolder(dir: string): Promise<boolean> {
  * The version `<root>/current.txt` names, when it is a semantic version (never a path: a value
  * with `/` or `..` is not a version and is ignored, so nothing outside `<root>` is ever looked at).
  */
-async function installedVersion(root: string): Promise<string | undefined> {
-  try {
-    const info = await lstat(join(root, CURRENT_FILE));
-    if (!info.isFile() || info.size > 512) return undefined;
-    const version = (await readFile(join(root, CURRENT_FILE), 'utf8')).trim();
-    return isSemver(version) ? version : undefined;
-  } catch {
-    return undefined;
-  }
+function installedVersion(root: string): string | undefined {
+  // A regular file of at most 512 bytes, never through a symlink.
+  const read = readBoundedFile(join(root, CURRENT_FILE), 512);
+  if (read.kind !== 'read') return undefined;
+  const version = read.bytes.toString('utf8').trim();
+  return isSemver(version) ? version : undefined;
 }
 
 /**
@@ -49,7 +49,7 @@ export async function installedEngineCandidates(
   id: string,
 ): Promise<InstalledEngineSource[]> {
   const root = join(home, 'engines', id);
-  const current = await installedVersion(root);
+  const current = installedVersion(root);
   return [
     { kind: 'installed', id, folder: root },
     ...(current === undefined

@@ -1,8 +1,10 @@
-import { lstat, readdir, realpath } from 'node:fs/promises';
+// Synchronous file system calls: these are small reads at engine load, where each trip through
+// the thread pool cost more than the call (issue 14; safe-fs.ts, readFileInside).
+import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { AgentManifest } from '@packwarden/pack-manifest';
 import { MCP_LIMITS, parseMcpConfig, type McpServerConfig } from './mcp-servers.js';
-import { isInside, readFileInside } from './safe-fs.js';
+import { isInside, readFileInside, realpathOrUndefined } from './safe-fs.js';
 
 /**
  * What a custom engine's host takes from the pack (the verified copy) once, at load: the
@@ -64,10 +66,10 @@ function decode(data: Buffer | undefined): string | undefined {
   }
 }
 
-async function directoryInside(root: string, path: string): Promise<string | undefined> {
-  const real = await realpath(path).catch(() => undefined);
+function directoryInside(root: string, path: string): string | undefined {
+  const real = realpathOrUndefined(path);
   if (real === undefined || !isInside(root, real)) return undefined;
-  return (await lstat(real)).isDirectory() ? real : undefined;
+  return lstatSync(real).isDirectory() ? real : undefined;
 }
 
 /**
@@ -81,8 +83,12 @@ export async function holdsContent(dir: string): Promise<boolean> {
   let seen = 0;
   while (pending.length > 0) {
     const folder = pending.pop()!;
-    const entries = await readdir(folder, { withFileTypes: true }).catch(() => undefined);
-    if (entries === undefined) return false;
+    let entries;
+    try {
+      entries = readdirSync(folder, { withFileTypes: true });
+    } catch {
+      return false;
+    }
     for (const entry of entries) {
       seen += 1;
       if (seen > PACK_CONTENT_LIMITS.maxEmptyEntries) return false;
@@ -112,7 +118,7 @@ export async function readPackContent(
   packDir: string,
   manifest: AgentManifest,
 ): Promise<PackContent> {
-  const root = await realpath(packDir);
+  const root = realpathSync.native(packDir);
   const spec = manifest.spec as Record<string, unknown> & AgentManifest['spec'];
   const warnings: string[] = [];
 
@@ -124,7 +130,7 @@ export async function readPackContent(
     systemPrompt = decode(await readFileInside(root, path, PACK_CONTENT_LIMITS.maxPromptBytes));
     if (systemPrompt === undefined)
       warnings.push(`spec.prompts.system ${declaredPrompt}: unreadable, outside the pack or large`);
-    else systemPromptPath = await realpath(path);
+    else systemPromptPath = realpathSync.native(path);
   }
 
   const rules: { name: string; path: string; text: string }[] = [];
@@ -132,11 +138,11 @@ export async function readPackContent(
     const path = join(root, declared);
     const text = decode(await readFileInside(root, path, PACK_CONTENT_LIMITS.maxPromptBytes));
     if (text === undefined) warnings.push(`spec.prompts.rules ${declared}: not used`);
-    else rules.push({ name: basename(declared), path: await realpath(path), text });
+    else rules.push({ name: basename(declared), path: realpathSync.native(path), text });
   }
 
   const skills: { name: string; dir: string }[] = [];
-  const skillsFolder = await directoryInside(root, join(root, 'skills'));
+  const skillsFolder = directoryInside(root, join(root, 'skills'));
   const skillsRoot =
     skillsFolder !== undefined && (await holdsContent(skillsFolder)) ? skillsFolder : undefined;
   const declaredSkills = (spec.skills ?? []).map((entry) =>
@@ -146,10 +152,12 @@ export async function readPackContent(
     declaredSkills.length > 0
       ? declaredSkills.map((path) => join(root, path))
       : skillsRoot !== undefined
-        ? (await readdir(skillsRoot)).sort().map((name) => join(skillsRoot, name))
+        ? readdirSync(skillsRoot)
+            .sort()
+            .map((name) => join(skillsRoot, name))
         : [];
   for (const candidate of candidates.slice(0, PACK_CONTENT_LIMITS.maxSkills)) {
-    const dir = await directoryInside(root, candidate);
+    const dir = directoryInside(root, candidate);
     if (dir === undefined) warnings.push(`skill ${candidate}: not a folder inside the pack`);
     else if (!(await holdsContent(dir)))
       warnings.push(`skill ${candidate}: holds no file (an empty folder is not pack content)`);

@@ -1,6 +1,7 @@
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readFile, realpath, unlink } from 'node:fs/promises';
+import { constants, realpathSync } from 'node:fs';
+import { lstat, mkdir, open, realpath, unlink } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
+import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 
 /**
  * File operations for places where someone else may have planted links: a workspace (cloned
@@ -87,20 +88,32 @@ export async function writeFileNoFollow(path: string, data: string | Uint8Array)
   }
 }
 
+/** `realpath` (libuv's, as `fs.promises.realpath`), or undefined when `path` does not resolve. */
+export function realpathOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Reads a regular file inside `root` (symlinks resolved, and refused when they leave `root`),
- * at most `maxBytes`. Undefined when it does not exist, is not a regular file, leaves `root`
- * or is larger.
+ * at most `maxBytes`, with `readBoundedFile`. Undefined when it does not exist, is not a regular
+ * file, leaves `root`, is larger or grows while read; rejects when the OS refuses to read it.
+ *
+ * Synchronous calls (a few microseconds each for these small files) behind a promise: a sandbox
+ * boot reads the pack's prompts, rules and MCP files with them, where ~8 trips through the
+ * thread pool per file made the boot wait ~2 ms in all (issue 14, bench/README.md).
  */
 export async function readFileInside(
   root: string,
   path: string,
   maxBytes: number,
 ): Promise<Buffer | undefined> {
-  const real = await realpath(path).catch(() => undefined);
-  if (real === undefined || !isInside(await realpath(root), real)) return undefined;
-  const info = await lstat(real);
-  if (!info.isFile() || info.size > maxBytes) return undefined;
-  const data = await readFile(real);
-  return data.length > maxBytes ? undefined : data;
+  const real = realpathOrUndefined(path);
+  if (real === undefined || !isInside(realpathSync.native(root), real)) return undefined;
+  const read = readBoundedFile(real, maxBytes);
+  if (read.kind === 'failed') throw read.cause;
+  return read.kind === 'read' ? read.bytes : undefined;
 }

@@ -1,4 +1,5 @@
-import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -270,6 +271,26 @@ describe('engine.manifest.json', () => {
     const dir = engineDir(valid);
     symlinkSync(outside, join(dir, 'e.mjs'));
     expect(await code(dir)).toBe('ERR_ENGINE_ENTRY_INVALID');
+  });
+
+  test('reads engine.manifest.json only as a regular file: a symlink, a FIFO and nothing are refused', async () => {
+    const real = engineDir(valid, { 'e.mjs': '' });
+    const linked = engineDir(valid, { 'e.mjs': '' });
+    rmSync(join(linked, 'engine.manifest.json'));
+    symlinkSync(join(real, 'engine.manifest.json'), join(linked, 'engine.manifest.json'));
+    const fifo = engineDir(valid, { 'e.mjs': '' });
+    rmSync(join(fifo, 'engine.manifest.json'));
+    execFileSync('mkfifo', [join(fifo, 'engine.manifest.json')]);
+    const missing = engineDir(valid, { 'e.mjs': '' });
+    rmSync(join(missing, 'engine.manifest.json'));
+    expect(await code(real)).toBe('ok');
+    for (const dir of [linked, fifo, missing]) {
+      await expect(loadCustomEngineManifest(dir)).rejects.toMatchObject({
+        code: 'ERR_ENGINE_MANIFEST_INVALID',
+        message: expect.stringContaining(join(dir, 'engine.manifest.json')),
+      });
+    }
+    await expect(loadCustomEngineManifest(linked)).rejects.toThrow(/not a regular file/);
   });
 
   test('refuses a module without the exported class, a class without run(), a broken module', async () => {

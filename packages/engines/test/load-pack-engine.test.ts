@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePackManifest } from '@packwarden/pack-manifest';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -135,6 +135,14 @@ describe('loadPackEngine resolution', () => {
     expect(redirected.displayName).toBe('v1.0.0');
     // current.txt naming no version (a path) is never followed.
     writeFileSync(join(home, 'engines', 'kept', 'current.txt'), '../../elsewhere\n');
+    expect((await failure(loadPackEngine({ packDir: pack, manifest: m, home })))?.code).toBe(
+      'ERR_ENGINE_NOT_FOUND',
+    );
+    // Nor is a current.txt that is a symlink, even to a file naming a version that is there.
+    const named = join(tempDir(), 'current.txt');
+    writeFileSync(named, '1.2.0\n');
+    rmSync(join(home, 'engines', 'kept', 'current.txt'));
+    symlinkSync(named, join(home, 'engines', 'kept', 'current.txt'));
     expect((await failure(loadPackEngine({ packDir: pack, manifest: m, home })))?.code).toBe(
       'ERR_ENGINE_NOT_FOUND',
     );

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +76,9 @@ async function tcpListener(): Promise<Listener> {
 
 async function httpListener(body: string): Promise<Listener> {
   let count = 0;
+  // node:http is loaded here, not when the package loads: every sandbox boot loads this module
+  // and none runs the doctor (~0.8 ms of each boot's start-up, issue 14).
+  const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
   const server: HttpServer = createHttpServer((_, res) => {
     count++;
     res.end(body);

@@ -1,4 +1,3 @@
-import { lookup } from 'node:dns/promises';
 import { chmodSync } from 'node:fs';
 import {
   BlockList,
@@ -359,7 +358,9 @@ export async function startHostProxy(
 ): Promise<HostProxy> {
   const settled: Required<HostProxyOptions> = {
     now: Date.now,
-    lookup: (host) => lookup(host, { all: true, verbatim: true }),
+    // node:dns/promises is loaded by the first lookup, not by every boot (issue 14).
+    lookup: (host) =>
+      process.getBuiltinModule('node:dns/promises').lookup(host, { all: true, verbatim: true }),
     ownAddresses: interfaceAddresses,
     ...options,
   };
