@@ -5,6 +5,9 @@ import { PackManifestError } from './errors.js';
 
 const MANIFEST_FILE = 'agent.yaml';
 
+/** A folder entry with its type: the `Dirent` readdir gave, or its `lstat` when it gave none. */
+type Entry = Pick<Dirent, 'name' | 'isFile' | 'isDirectory' | 'isSymbolicLink'>;
+
 /** How deep below its root `findPackFolders` accepts a pack folder by default. */
 export const FIND_PACKS_MAX_DEPTH = 8;
 /** How many pack folders `findPackFolders` returns at most by default; more is an error. */
@@ -161,7 +164,7 @@ async function readThroughLink(
   }
 }
 
-async function readFolder(search: Search, dir: string, via: string | undefined): Promise<Dirent[]> {
+async function readFolder(search: Search, dir: string, via: string | undefined): Promise<Entry[]> {
   search.folders += 1;
   if (search.folders > search.maxFolders) {
     throw tooLarge(
@@ -170,7 +173,7 @@ async function readFolder(search: Search, dir: string, via: string | undefined):
     );
   }
   try {
-    return await readdir(dir, { withFileTypes: true });
+    return await typedEntries(dir, await readdir(dir, { withFileTypes: true }));
   } catch (cause) {
     const through =
       via === undefined
@@ -182,6 +185,39 @@ async function readFolder(search: Search, dir: string, via: string | undefined):
       { file: via ?? dir, cause },
     );
   }
+}
+
+/**
+ * The entries with their types. Some file systems leave the type out of readdir (`DT_UNKNOWN`:
+ * NFS, FUSE, XFS without ftype): such a `Dirent` answers no to every `is…()`, so a folder or an
+ * `agent.yaml` there would be passed over and a pack left out of the list. Those entries are
+ * asked with `lstat`, as pack-digest's walk does.
+ */
+export async function typedEntries(dir: string, dirents: readonly Dirent[]): Promise<Entry[]> {
+  return Promise.all(
+    dirents.map(async (dirent) => {
+      if (hasType(dirent)) return dirent;
+      const stats = await lstat(join(dir, dirent.name));
+      return {
+        name: dirent.name,
+        isFile: () => stats.isFile(),
+        isDirectory: () => stats.isDirectory(),
+        isSymbolicLink: () => stats.isSymbolicLink(),
+      };
+    }),
+  );
+}
+
+function hasType(dirent: Dirent): boolean {
+  return (
+    dirent.isFile() ||
+    dirent.isDirectory() ||
+    dirent.isSymbolicLink() ||
+    dirent.isFIFO() ||
+    dirent.isSocket() ||
+    dirent.isBlockDevice() ||
+    dirent.isCharacterDevice()
+  );
 }
 
 /**
@@ -215,11 +251,11 @@ function isPackFolder(search: Search, dir: string): Promise<boolean> {
   return answer;
 }
 
-function holdsManifest(entries: Dirent[]): boolean {
+function holdsManifest(entries: readonly Entry[]): boolean {
   return entries.some((entry) => entry.name === MANIFEST_FILE && entry.isFile());
 }
 
-function searchedEntries(entries: Dirent[]): Dirent[] {
+function searchedEntries(entries: readonly Entry[]): Entry[] {
   return entries
     .filter((entry) => !entry.name.startsWith('.') && entry.name !== 'node_modules')
     .sort((a, b) => byteOrder(a.name, b.name));
