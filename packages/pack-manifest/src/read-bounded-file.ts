@@ -16,7 +16,10 @@ export type BoundedFile =
   | { kind: 'too-large'; size: number; stats: Stats }
   /** More bytes than `fstat` said arrived while reading. */
   | { kind: 'grew'; stats: Stats }
-  /** The OS refused to open or read it (permissions, I/O, a path through a file, …). */
+  /**
+   * The OS refused to open or read it (permissions, I/O, a path through a file, …), or it gave
+   * fewer bytes than `fstat` said (`cause.code` `ERR_FILE_SHRANK`): a file cut short meanwhile.
+   */
   | { kind: 'failed'; step: 'open' | 'read'; cause: unknown };
 
 export interface ReadBoundedFileOptions {
@@ -33,7 +36,8 @@ export interface ReadBoundedFileOptions {
  * `pack.sig`, an engine's metadata, key files, caches): never through a symlink (`O_NOFOLLOW`),
  * never blocking on a FIFO (`O_NONBLOCK`), only a regular file by `fstat` on the open descriptor,
  * a file above `maxBytes` refused from its size, and at most one byte past what `fstat` said read,
- * so a file that grows meanwhile is refused (`grew`) instead of read torn or unbounded.
+ * so a file that grows meanwhile is refused (`grew`) instead of read torn or unbounded, and one
+ * that gives fewer bytes than `fstat` said is `failed` (`ERR_FILE_SHRANK`), never a prefix.
  *
  * Synchronous on purpose: the file is small and opened with `O_NONBLOCK`, so each call returns in
  * microseconds, where four trips through libuv's thread pool cost more than the read itself and,
@@ -67,6 +71,15 @@ export function readBoundedFile(
       length += bytesRead;
     }
     if (length > stats.size) return { kind: 'grew', stats };
+    if (length < stats.size) {
+      // Fewer bytes than fstat said: cut short while read (or a file that lies about its size,
+      // as sysfs does). A prefix of a manifest can still parse, to something it never said.
+      const cause = Object.assign(
+        new Error(`${file} returned ${length} of the ${stats.size} bytes fstat said it holds`),
+        { code: 'ERR_FILE_SHRANK' },
+      );
+      return { kind: 'failed', step: 'read', cause };
+    }
     return { kind: 'read', bytes: buffer.subarray(0, length), stats };
   } catch (cause) {
     return { kind: 'failed', step: 'read', cause };

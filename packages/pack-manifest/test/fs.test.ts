@@ -187,4 +187,17 @@ describe('readBoundedFile', () => {
     expect(read).toMatchObject({ kind: 'grew' });
     expect(read.kind === 'grew' && read.stats.size).toBe(0);
   });
+
+  it('refuses a file that returns fewer bytes than fstat said (shrank), never a prefix', () => {
+    // sysfs files say 4096 bytes and return a few: exactly a file cut short after fstat.
+    const read = readBoundedFile('/sys/devices/system/cpu/online', 1024 * 1024);
+    expect(read).toMatchObject({
+      kind: 'failed',
+      step: 'read',
+      cause: {
+        code: 'ERR_FILE_SHRANK',
+        message: expect.stringMatching(/returned \d+ of the 4096 bytes/),
+      },
+    });
+  });
 });
