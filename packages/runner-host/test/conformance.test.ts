@@ -126,6 +126,13 @@ describe('conformance kit against the package host', () => {
 
   it('CLI exits 2 on usage errors and --json prints a versioned report', async () => {
     expect((await runCli([])).code).toBe(2);
+    // A socket path the kernel would cut: one usage error, before any case runs.
+    const long = await runCli(['--socket', `/tmp/${'s'.repeat(120)}.sock`]);
+    expect(long.code).toBe(2);
+    expect(long.stdout).toMatch(
+      /^--socket \/tmp\/s+\.sock is 130 bytes long, over the 10[37] bytes/m,
+    );
+    expect(long.stdout).not.toMatch(/^(ok|FAIL) /m);
     const { code, stdout } = await runCli([
       '--stdio',
       stdioHostCommand(),

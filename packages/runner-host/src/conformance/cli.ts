@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { conformanceCases } from './cases.js';
 import { runConformance } from './runner.js';
 import type { ConformanceTarget } from './peer.js';
+import { MAX_SOCKET_PATH_BYTES } from '../socket-path.js';
 
 const USAGE = `usage: packwarden-runner-conformance (--stdio "<command line>" | --socket PATH [--host-pid PID])
          [--only NAME]... [--timeout-ms N] [--cancel-timeout-ms N] [--json]
@@ -65,6 +66,14 @@ export async function main(argv: readonly string[], out: NodeJS.WritableStream):
   }
   if ((values.stdio === undefined) === (values.socket === undefined)) {
     out.write(`give exactly one of --stdio and --socket\n${USAGE}\n`);
+    return 2;
+  }
+  // A path the kernel would cut is refused here, as every connect would be: one usage error, not
+  // every case failing with the same ERR_SOCKET_PATH.
+  if (values.socket !== undefined && Buffer.byteLength(values.socket) > MAX_SOCKET_PATH_BYTES) {
+    out.write(
+      `--socket ${values.socket} is ${Buffer.byteLength(values.socket)} bytes long, over the ${MAX_SOCKET_PATH_BYTES} bytes a unix socket path may have; use a shorter path\n${USAGE}\n`,
+    );
     return 2;
   }
   const hostPidText = values['host-pid'];
