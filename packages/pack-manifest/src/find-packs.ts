@@ -1,12 +1,11 @@
-import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { PackManifestError } from './errors.js';
+import { typedEntry, type TypedEntry } from './typed-entry.js';
 
 const MANIFEST_FILE = 'agent.yaml';
 
-/** A folder entry with its type: the `Dirent` readdir gave, or its `lstat` when it gave none. */
-type Entry = Pick<Dirent, 'name' | 'isFile' | 'isDirectory' | 'isSymbolicLink'>;
+type Entry = TypedEntry;
 
 /** How deep below its root `findPackFolders` accepts a pack folder by default. */
 export const FIND_PACKS_MAX_DEPTH = 8;
@@ -173,7 +172,9 @@ async function readFolder(search: Search, dir: string, via: string | undefined):
     );
   }
   try {
-    return await typedEntries(dir, await readdir(dir, { withFileTypes: true }));
+    // An entry readdir gives no type (DT_UNKNOWN) would look like neither a folder nor a file:
+    // a pack there would be left out without a word (typed-entry.ts).
+    return (await readdir(dir, { withFileTypes: true })).map((entry) => typedEntry(dir, entry));
   } catch (cause) {
     const through =
       via === undefined
@@ -185,39 +186,6 @@ async function readFolder(search: Search, dir: string, via: string | undefined):
       { file: via ?? dir, cause },
     );
   }
-}
-
-/**
- * The entries with their types. Some file systems leave the type out of readdir (`DT_UNKNOWN`:
- * NFS, FUSE, XFS without ftype): such a `Dirent` answers no to every `is…()`, so a folder or an
- * `agent.yaml` there would be passed over and a pack left out of the list. Those entries are
- * asked with `lstat`, as pack-digest's walk does.
- */
-export async function typedEntries(dir: string, dirents: readonly Dirent[]): Promise<Entry[]> {
-  return Promise.all(
-    dirents.map(async (dirent) => {
-      if (hasType(dirent)) return dirent;
-      const stats = await lstat(join(dir, dirent.name));
-      return {
-        name: dirent.name,
-        isFile: () => stats.isFile(),
-        isDirectory: () => stats.isDirectory(),
-        isSymbolicLink: () => stats.isSymbolicLink(),
-      };
-    }),
-  );
-}
-
-function hasType(dirent: Dirent): boolean {
-  return (
-    dirent.isFile() ||
-    dirent.isDirectory() ||
-    dirent.isSymbolicLink() ||
-    dirent.isFIFO() ||
-    dirent.isSocket() ||
-    dirent.isBlockDevice() ||
-    dirent.isCharacterDevice()
-  );
 }
 
 /**

@@ -4,6 +4,7 @@
 export { isAtomicWriteTemporary, removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
 export type { WriteFileAtomicOptions } from './atomic-write.js';
 export { readBoundedFile } from './read-bounded-file.js';
+export { typedEntry, type TypedEntry } from './typed-entry.js';
 export type { BoundedFile, ReadBoundedFileOptions } from './read-bounded-file.js';
 export {
   errorCode,

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import {
+  Dirent,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -18,6 +19,7 @@ import {
   isAtomicWriteTemporary,
   readBoundedFile,
   removeStaleTemporaries,
+  typedEntry,
   writeFileAtomic,
 } from '@packwarden/pack-manifest/fs';
 
@@ -199,5 +201,43 @@ describe('readBoundedFile', () => {
         message: expect.stringMatching(/returned \d+ of the 4096 bytes/),
       },
     });
+  });
+});
+
+describe('typedEntry', () => {
+  const kinds = (entry: ReturnType<typeof typedEntry>) =>
+    [
+      entry.isFile(),
+      entry.isDirectory(),
+      entry.isSymbolicLink(),
+      entry.isFIFO(),
+      entry.isSocket(),
+      entry.isBlockDevice(),
+      entry.isCharacterDevice(),
+    ]
+      .map(Number)
+      .join('');
+
+  it('answers for an entry readdir gave no type (DT_UNKNOWN) what lstat says, a typed one as it is', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pw-typed-'));
+    try {
+      writeFileSync(join(dir, 'file'), 'x');
+      mkdirSync(join(dir, 'folder'));
+      symlinkSync('folder', join(dir, 'link'));
+      execFileSync('mkfifo', [join(dir, 'fifo')]);
+      type DirentConstructor = new (name: string, type: number, path: string) => Dirent;
+      for (const dirent of readdirSync(dir, { withFileTypes: true })) {
+        expect(typedEntry(dir, dirent)).toBe(dirent);
+        const unknown = new (Dirent as never as DirentConstructor)(dirent.name, 0, dir);
+        expect(kinds(unknown)).toBe('0000000');
+        const typed = typedEntry(dir, unknown);
+        expect(typed.name).toBe(dirent.name);
+        expect(kinds(typed), dirent.name).toBe(kinds(dirent));
+      }
+      const gone = new (Dirent as never as DirentConstructor)('gone', 0, dir);
+      expect(() => typedEntry(dir, gone)).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

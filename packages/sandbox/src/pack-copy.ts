@@ -20,6 +20,7 @@ import {
 } from 'node:fs';
 import { join, relative, isAbsolute, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { typedEntry } from '@packwarden/pack-manifest/fs';
 import { SandboxError } from './errors.js';
 import { SANDBOX_LIMITS } from './limits.js';
 
@@ -166,7 +167,9 @@ export async function copyPackTree(source: string, target: string): Promise<numb
       );
     }
     let content = 0;
-    for (const entry of readdirSync(from, { withFileTypes: true })) {
+    for (const dirent of readdirSync(from, { withFileTypes: true })) {
+      // A type readdir left out (DT_UNKNOWN: NFS, FUSE) comes from lstat, not "not a file".
+      const entry = typedEntry(from, dirent);
       count += 1;
       if (count > SANDBOX_LIMITS.maxPackEntries) {
         throw new SandboxError(

@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { typedEntry, type TypedEntry } from '@packwarden/pack-manifest/fs';
 
 /**
  * What of the host a sandbox sees (docs/sandbox.md, "Confinement"): the system directories
@@ -137,9 +138,16 @@ export function findSockets(roots: readonly string[], maxEntries = 4096): string
     } catch {
       return;
     }
-    for (const entry of entries) {
+    for (const dirent of entries) {
       if (budget-- <= 0) return;
-      const path = join(dir, entry.name);
+      const path = join(dir, dirent.name);
+      // A socket on a file system whose readdir gives no types (DT_UNKNOWN) is found by lstat.
+      let entry: TypedEntry;
+      try {
+        entry = typedEntry(dir, dirent);
+      } catch {
+        continue;
+      }
       if (entry.isSocket()) found.push(path);
       else if (entry.isDirectory() && depth < 4) walk(path, depth + 1);
     }
