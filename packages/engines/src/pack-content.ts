@@ -3,6 +3,7 @@
 import { lstatSync, readdirSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { AgentManifest } from '@packwarden/pack-manifest';
+import { typedEntry } from '@packwarden/pack-manifest/fs';
 import { MCP_LIMITS, parseMcpConfig, type McpServerConfig } from './mcp-servers.js';
 import { isInside, readFileInside, realpathOrUndefined } from './safe-fs.js';
 
@@ -89,9 +90,16 @@ export async function holdsContent(dir: string): Promise<boolean> {
     } catch {
       return false;
     }
-    for (const entry of entries) {
+    for (const dirent of entries) {
       seen += 1;
       if (seen > PACK_CONTENT_LIMITS.maxEmptyEntries) return false;
+      // A type readdir left out (DT_UNKNOWN) comes from lstat: an empty folder there is no file.
+      let entry;
+      try {
+        entry = typedEntry(folder, dirent);
+      } catch {
+        return false;
+      }
       if (entry.isDirectory()) pending.push(join(folder, entry.name));
       else return true;
     }
