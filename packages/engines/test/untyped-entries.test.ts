@@ -1,26 +1,16 @@
 // holdsContent on a file system whose readdir gives no entry types (DT_UNKNOWN: NFS, FUSE, XFS
 // without ftype). None can be mounted here, so readdirSync is the real one with each Dirent made
 // again as Node makes it for DT_UNKNOWN (type 0).
-import type * as Fs from 'node:fs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { holdsContent } from '../src/pack-content.js';
 import { cleanTemps, tempDir } from './helpers.js';
 
-const untyped = { on: false };
-vi.mock('node:fs', async (importOriginal) => {
-  const actual = await importOriginal<typeof Fs>();
-  type DirentConstructor = new (name: string, type: number, path: string) => Fs.Dirent;
-  const readdirSync = ((path: string, options?: { withFileTypes?: boolean }) => {
-    const entries = actual.readdirSync(path, options as { withFileTypes: true });
-    if (!untyped.on || options?.withFileTypes !== true) return entries;
-    return entries.map(
-      (entry) => new (actual.Dirent as never as DirentConstructor)(entry.name, 0, path),
-    );
-  }) as typeof actual.readdirSync;
-  return { ...actual, readdirSync, default: { ...actual, readdirSync } };
-});
+const untyped = vi.hoisted(() => ({ on: false, made: 0 }));
+vi.mock('node:fs', async (actual) =>
+  (await import('../../../scripts/untyped-dirents.js')).untypedFs(await actual(), untyped),
+);
 
 afterEach(() => {
   untyped.on = false;

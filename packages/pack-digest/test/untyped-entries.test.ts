@@ -2,27 +2,16 @@
 // without ftype). None can be mounted here, so readdirSync is the real one with each Dirent made
 // again as Node makes it for DT_UNKNOWN (type 0): the walk must ask lstat and find the same tree.
 import { execFileSync } from 'node:child_process';
-import type * as Fs from 'node:fs';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { computePackDigest } from '../src/index.js';
 
-const untyped = { on: false, made: 0 };
-vi.mock('node:fs', async (importOriginal) => {
-  const actual = await importOriginal<typeof Fs>();
-  type DirentConstructor = new (name: string | Buffer, type: number, path: string) => Fs.Dirent;
-  const readdirSync = ((path: string, options?: { withFileTypes?: boolean }) => {
-    const entries = actual.readdirSync(path, options as { withFileTypes: true });
-    if (!untyped.on || options?.withFileTypes !== true) return entries;
-    return entries.map((entry) => {
-      untyped.made += 1;
-      return new (actual.Dirent as never as DirentConstructor)(entry.name, 0, path);
-    });
-  }) as typeof actual.readdirSync;
-  return { ...actual, readdirSync, default: { ...actual, readdirSync } };
-});
+const untyped = vi.hoisted(() => ({ on: false, made: 0 }));
+vi.mock('node:fs', async (actual) =>
+  (await import('../../../scripts/untyped-dirents.js')).untypedFs(await actual(), untyped),
+);
 
 const roots: string[] = [];
 afterEach(() => {

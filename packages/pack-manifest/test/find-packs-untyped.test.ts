@@ -1,24 +1,20 @@
 // findPackFolders on a file system whose readdir gives no entry types (DT_UNKNOWN: NFS, FUSE,
 // XFS without ftype). None can be mounted here, so readdir is the real one with each Dirent made
 // again as Node makes it for DT_UNKNOWN (type 0): every `is…()` answers no.
-import { Dirent, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type * as FsPromises from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { findPackFolders, isPackManifestError } from '../src/resolve-entry.js';
 
-const untyped = { on: true };
-vi.mock('node:fs/promises', async (importOriginal) => {
-  const actual = await importOriginal<typeof FsPromises>();
-  const readdir = async (path: string, options?: { withFileTypes?: boolean }) => {
-    const entries = await actual.readdir(path, options as { withFileTypes: true });
-    if (!untyped.on || options?.withFileTypes !== true) return entries;
-    return entries.map((entry) => new (Dirent as never as DirentConstructor)(entry.name, 0, path));
-  };
-  return { ...actual, readdir, default: { ...actual, readdir } };
-});
-type DirentConstructor = new (name: string, type: number, path: string) => Dirent;
+const untyped = vi.hoisted(() => ({ on: false, made: 0 }));
+vi.mock('node:fs/promises', async (actual) =>
+  (await import('../../../scripts/untyped-dirents.js')).untypedFsPromises(
+    await actual(),
+    await import('node:fs'),
+    untyped,
+  ),
+);
 
 let root: string;
 beforeEach(() => {
