@@ -11,6 +11,16 @@ export interface TrustFlags {
   leaseUrl?: string;
 }
 
+/** The trust-root flags given on the command line, as the user wrote them (`--keys`, `--pin`). */
+export function trustFlagsGiven(flags: TrustFlags): string[] {
+  return [
+    flags.keys !== undefined ? '--keys' : undefined,
+    flags.jwks !== undefined ? '--jwks' : undefined,
+    (flags.pin?.length ?? 0) > 0 ? '--pin' : undefined,
+    flags.leaseUrl !== undefined ? '--lease-url' : undefined,
+  ].filter((flag) => flag !== undefined);
+}
+
 /** The trust-root flags every command that checks signatures takes; flags beat the environment. */
 export function addTrustRootOptions(command: Command): Command {
   return command
@@ -97,12 +107,7 @@ export async function loadTrustRootOrExit(
  */
 export function refuseUncheckedTrustFlags(flags: TrustFlags, requireSigned: boolean): void {
   if (requireSigned) return;
-  const given = [
-    flags.keys !== undefined ? '--keys' : undefined,
-    flags.jwks !== undefined ? '--jwks' : undefined,
-    (flags.pin?.length ?? 0) > 0 ? '--pin' : undefined,
-    flags.leaseUrl !== undefined ? '--lease-url' : undefined,
-  ].filter((flag) => flag !== undefined);
+  const given = trustFlagsGiven(flags);
   if (given.length === 0) return;
   throw new CliError(
     `${given.join(', ')} given without --require-signed-pack: nothing would be verified, and the pack would run unchecked`,

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { CliError, EXIT } from '../../errors.js';
 import { printJson, terminalSafe as safe, type CliIo } from '../../io.js';
 import { loadLock } from '../../shared/lockfile.js';
-import type { TrustFlags } from '../../shared/trust.js';
+import { trustFlagsGiven, type TrustFlags } from '../../shared/trust.js';
 
 interface DriftRow {
   key: string;
@@ -95,10 +95,7 @@ function refuseIgnoredFlags(flags: InstalledFlags, refs: readonly string[]): voi
     refs.length > 0 ? `the packs named (${refs.join(' ')})` : undefined,
     flags.all !== undefined ? '--all' : undefined,
     flags.requireSigned === true ? '--require-signed' : undefined,
-    flags.keys !== undefined ? '--keys' : undefined,
-    flags.jwks !== undefined ? '--jwks' : undefined,
-    (flags.pin?.length ?? 0) > 0 ? '--pin' : undefined,
-    flags.leaseUrl !== undefined ? '--lease-url' : undefined,
+    ...trustFlagsGiven(flags),
   ].filter((flag) => flag !== undefined);
   if (ignored.length === 0) return;
   throw new CliError(
