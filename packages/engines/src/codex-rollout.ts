@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { typedEntry } from '@packwarden/pack-manifest/fs';
 import { isJsonObject, type JsonObject } from './json-object.js';
 
 /** Bounds on what is read of a codex session rollout (it is codex's file, not ours). */
@@ -43,9 +44,17 @@ async function findRollout(
   } catch {
     return undefined;
   }
-  for (const entry of entries) {
+  for (const dirent of entries) {
     budget.left -= 1;
     if (budget.left <= 0) return undefined;
+    // A type readdir left out (DT_UNKNOWN: NFS, FUSE, XFS without ftype) comes from lstat, so the
+    // rollout is found there too (a symlink stays a symlink and is never followed).
+    let entry;
+    try {
+      entry = typedEntry(dir, dirent);
+    } catch {
+      continue;
+    }
     const path = join(dir, entry.name);
     if (
       entry.isFile() &&

@@ -1,15 +1,23 @@
-// holdsContent on a file system whose readdir gives no entry types (DT_UNKNOWN: NFS, FUSE, XFS
+// holdsContent and the codex rollout search on a file system whose readdir gives no entry types (DT_UNKNOWN: NFS, FUSE, XFS
 // without ftype). None can be mounted here, so readdirSync is the real one with each Dirent made
-// again as Node makes it for DT_UNKNOWN (type 0).
-import { mkdirSync, writeFileSync } from 'node:fs';
+// again as Node makes it for DT_UNKNOWN (type 0), and so is fs/promises' readdir.
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
+import { refusedCalls } from '../src/codex-rollout.js';
 import { holdsContent } from '../src/pack-content.js';
 import { cleanTemps, tempDir } from './helpers.js';
 
 const untyped = vi.hoisted(() => ({ on: false, made: 0 }));
 vi.mock('node:fs', async (actual) =>
   (await import('../../../scripts/untyped-dirents.js')).untypedFs(await actual(), untyped),
+);
+vi.mock('node:fs/promises', async (actual) =>
+  (await import('../../../scripts/untyped-dirents.js')).untypedFsPromises(
+    await actual(),
+    await import('node:fs'),
+    untyped,
+  ),
 );
 
 afterEach(() => {
@@ -28,5 +36,47 @@ describe('holdsContent without entry types from readdir', () => {
     untyped.on = true;
     expect([await holdsContent(empty), await holdsContent(full)]).toEqual(typed);
     expect(typed).toEqual([false, true]);
+  });
+});
+
+describe("codex's session rollout without entry types from readdir", () => {
+  const thread = '0199a0b1-0000-7000-8000-000000000001';
+  const rollout = [
+    { type: 'event_msg', payload: { type: 'task_started', turn_id: 't1' } },
+    {
+      type: 'response_item',
+      payload: {
+        type: 'function_call',
+        call_id: 'c1',
+        name: 'shell',
+        arguments: '{}',
+        turn_id: 't1',
+      },
+    },
+    {
+      type: 'response_item',
+      payload: { type: 'function_call_output', call_id: 'c1', output: 'no', turn_id: 't1' },
+    },
+  ]
+    .map((record) => JSON.stringify(record))
+    .join('\n');
+
+  test('the rollout is found under sessions/YYYY/MM/DD, and a linked folder is not followed', async () => {
+    const home = tempDir();
+    const day = join(home, 'sessions', '2026', '12', '02');
+    mkdirSync(day, { recursive: true });
+    writeFileSync(join(day, `rollout-2026-12-02T07-00-00-${thread}.jsonl`), `${rollout}\n`);
+    const linked = tempDir();
+    const away = join(linked, 'sessions', '2026');
+    mkdirSync(away, { recursive: true });
+    symlinkSync(join(home, 'sessions', '2026', '12'), join(away, '12'));
+    const expected = [{ callId: 'c1', name: 'shell', input: {}, output: 'no' }];
+    expect(await refusedCalls(home, thread)).toEqual(expected);
+    expect(await refusedCalls(linked, thread)).toBeUndefined();
+    untyped.on = true;
+    untyped.made = 0;
+    expect(await refusedCalls(home, thread)).toEqual(expected);
+    expect(untyped.made).toBeGreaterThanOrEqual(4);
+    expect(await refusedCalls(linked, thread)).toBeUndefined();
   });
 });
