@@ -64,7 +64,12 @@ const PACKAGE_DIRS = [
  */
 const EXPECTED_EXPORTS = {
   '@packwarden/pack-manifest': ['loadPackManifest', 'parsePackManifest', 'formatManifestIssue'],
-  '@packwarden/pack-manifest/resolve': ['kidProblem', 'isPackName', 'PackManifestError'],
+  '@packwarden/pack-manifest/resolve': [
+    'kidProblem',
+    'isPackName',
+    'PackManifestError',
+    'terminalSafe',
+  ],
   '@packwarden/pack-manifest/fs': ['writeFileAtomic', 'readBoundedFile', 'removeStaleTemporaries'],
   '@packwarden/pack-digest': ['computePackDigest', 'diffPackManifests', 'PackDigestError'],
   '@packwarden/pack-signature': ['signPack', 'generateKeypair', 'PackSignatureError'],

@@ -1,6 +1,6 @@
 // `@packwarden/pack-manifest/resolve`: the light entry point, without yaml or zod, for tools that
 // start fast and parse manifests only when they must: finding and listing packs, environment and
-// home lookup, the strict JSON parser.
+// home lookup, the strict JSON parser, the terminal escaper.
 export {
   lookupPackwardenEnv,
   packwardenHome,
@@ -43,3 +43,5 @@ export {
   STRICT_JSON_MAX_DEPTH,
 } from './strict-json.js';
 export type { StrictJsonOptions } from './strict-json.js';
+export { terminalSafe } from './terminal-safe.js';
+export type { TerminalSafeOptions } from './terminal-safe.js';

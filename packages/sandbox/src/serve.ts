@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { PassThrough, type Writable } from 'node:stream';
 import type { EngineRuntime } from '@packwarden/engines';
-import { readPackwardenFlag } from '@packwarden/pack-manifest';
+import { readPackwardenFlag, terminalSafe } from '@packwarden/pack-manifest';
 import {
   SecretSet,
   serveRunnerSocket,
@@ -20,7 +20,6 @@ import type { IsolationMode } from './isolation/index.js';
 import { probeIsolation } from './isolation/probe.js';
 import { engineEnvironment, pruneEnvironment } from './engine-env.js';
 import { SandboxError } from './errors.js';
-import { logLine } from './log-line.js';
 import { modelOriginLease } from './model-origin.js';
 import { sessionEngine } from './session-engine.js';
 import { applyStateEnvironment, createSandboxState, type SandboxState } from './state.js';
@@ -136,8 +135,11 @@ export async function serveSandbox(options: ServeSandboxOptions): Promise<void> 
   const env = process.env;
   const cancelGraceMs = positiveInteger(options.cancelGraceMs ?? 5000, 'cancelGraceMs');
   const sink: SandboxLogger = options.log ?? (() => {});
-  // Engine messages and engine processes' output pass through here: one line each, escaped.
-  const log: SandboxLogger = (level, message) => sink(level, logLine(message));
+  // Engine messages and engine processes' output pass through here, much of it pack code's, to a
+  // stderr `packwarden run` shows as it arrives: one line each, every control character shown as
+  // a visible escape (`\x1b`, `\n`), so pack code can neither drive the terminal nor start a line
+  // that reads like the sandbox's own.
+  const log: SandboxLogger = (level, message) => sink(level, terminalSafe(message));
   const requireSigned = options.requireSignedPack ?? readPackwardenFlag(env, 'REQUIRE_SIGNED_PACK');
   // The trust root is read from the environment the sandbox was started with, before it is pruned.
   const trustEnv = { ...env };
