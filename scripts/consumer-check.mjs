@@ -70,7 +70,12 @@ const EXPECTED_EXPORTS = {
     'PackManifestError',
     'terminalSafe',
   ],
-  '@packwarden/pack-manifest/fs': ['writeFileAtomic', 'readBoundedFile', 'removeStaleTemporaries'],
+  '@packwarden/pack-manifest/fs': [
+    'writeFileAtomic',
+    'readBoundedFile',
+    'removeStaleTemporaries',
+    'readMacEntry',
+  ],
   '@packwarden/pack-digest': ['computePackDigest', 'diffPackManifests', 'PackDigestError'],
   '@packwarden/pack-signature': ['signPack', 'generateKeypair', 'PackSignatureError'],
   '@packwarden/trust-root': ['loadPackTrustRoot', 'selectTrustedKey', 'parsePins'],

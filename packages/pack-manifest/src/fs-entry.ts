@@ -4,6 +4,8 @@
 export { isAtomicWriteTemporary, removeStaleTemporaries, writeFileAtomic } from './atomic-write.js';
 export type { WriteFileAtomicOptions } from './atomic-write.js';
 export { readBoundedFile } from './read-bounded-file.js';
+export { MAC_KEY_MIN_BYTES, readMacEntry, writeMacEntry } from './mac-entry.js';
+export type { MacEntryFormat, MacEntryRead } from './mac-entry.js';
 export { typedEntry, type TypedEntry } from './typed-entry.js';
 export type { BoundedFile, ReadBoundedFileOptions } from './read-bounded-file.js';
 export {

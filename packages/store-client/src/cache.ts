@@ -1,13 +1,10 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { parseStrictJson } from '@packwarden/pack-manifest';
 import {
-  errorCode,
-  ownerOnlyFolderProblem,
-  ownerOnlyProblem,
-  prepareOwnerOnlyFolder,
-  readBoundedFile,
-  writeFileAtomic,
+  MAC_KEY_MIN_BYTES,
+  readMacEntry,
+  writeMacEntry,
+  type MacEntryFormat,
 } from '@packwarden/pack-manifest/fs';
 import * as z from 'zod';
 import { STORE_INDEX_LIMITS } from './index-schema.js';
@@ -18,7 +15,7 @@ const MAX_URL_LENGTH = 8 * 1024;
 const MAX_ETAG_LENGTH = 1024;
 
 /** The bytes of an index cache key: at least this long, so it cannot be guessed. */
-export const INDEX_CACHE_KEY_MIN_BYTES = 32;
+export const INDEX_CACHE_KEY_MIN_BYTES = MAC_KEY_MIN_BYTES;
 
 /**
  * Version 2 entries carry `mac`, an HMAC-SHA256 under the cache key over the URL, the ETag and the
@@ -50,30 +47,39 @@ const entrySchema = z.strictObject({
   url: z.string().max(MAX_URL_LENGTH),
   etag: z.string().max(MAX_ETAG_LENGTH),
   body: z.string().max(STORE_INDEX_LIMITS.maxBytes),
-  mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
 });
+
+type Entry = z.output<typeof entrySchema>;
+
+function entryFormat(key: Uint8Array): MacEntryFormat<Entry> {
+  return {
+    key,
+    maxBytes: CACHED_INDEX_MAX_BYTES,
+    parse: (document) => {
+      const parsed = entrySchema.safeParse(document);
+      return parsed.success ? parsed.data : undefined;
+    },
+    macInput: (entry) =>
+      JSON.stringify([
+        'packwarden-store-index-cache',
+        entry.version,
+        entry.url,
+        entry.etag,
+        entry.body,
+      ]),
+  };
+}
 
 export function indexCacheFile(cacheDir: string, url: string): string {
   return join(cacheDir, 'index', `${createHash('sha256').update(url).digest('hex')}.json`);
 }
 
-function macOf(key: Uint8Array, entry: CachedIndex): Buffer {
-  const input = JSON.stringify([
-    'packwarden-store-index-cache',
-    CACHE_VERSION,
-    entry.url,
-    entry.etag,
-    entry.body,
-  ]);
-  return createHmac('sha256', key).update(input, 'utf8').digest();
-}
-
 /**
- * The cached index of `url`. The file is opened without following a symlink and never waited on
- * (a FIFO), and is believed only if it and its folder belong to this user, neither is writable by
- * group or others, it is within the size bound, its MAC verifies under `cache.key` and it was
- * written for this very URL. The body is still only used after the server answers `304` to its
- * ETag.
+ * The cached index of `url`. It is believed only as `readMacEntry` (`@packwarden/pack-manifest/fs`)
+ * allows: a regular file, never through a symlink, within the size bound, it and its folder
+ * this user's and writable by nobody else, strict JSON whose MAC verifies under `cache.key`; and
+ * only when it was written for this very URL. The body is still only used after the server
+ * answers `304` to its ETag.
  */
 export async function readCachedIndex(
   cache: IndexCache | undefined,
@@ -85,40 +91,19 @@ export async function readCachedIndex(
     kind: 'refused',
     reason: `the store index cache ${file} is ignored: ${why}`,
   });
-  const read = readBoundedFile(file, CACHED_INDEX_MAX_BYTES);
+  const read = await readMacEntry(file, entryFormat(cache.key));
   if (read.kind === 'absent') return { kind: 'miss' };
-  if (read.kind === 'symlink') return refused('it is a symlink');
-  if (read.kind === 'failed') return refused(`it cannot be read (${errorCode(read.cause)})`);
-  const problem =
-    ownerOnlyProblem(read.stats, 'file') ?? (await ownerOnlyFolderProblem(dirname(file)));
-  if (problem !== undefined) return refused(problem);
-  if (read.kind !== 'read') return refused(`it is larger than ${CACHED_INDEX_MAX_BYTES} bytes`);
-  let document: unknown;
-  try {
-    // The project's strict parser, as for the index itself: a member named twice is refused.
-    document = parseStrictJson(read.bytes.toString('utf8'), {
-      maxBytes: CACHED_INDEX_MAX_BYTES,
-      what: 'it',
-    });
-  } catch (error) {
-    return refused((error as Error).message);
-  }
-  const parsed = entrySchema.safeParse(document);
-  if (!parsed.success) return refused('it is not a cache entry of this version');
-  const { mac, url: entryUrl, etag, body } = parsed.data;
-  const entry = { url: entryUrl, etag, body };
-  const expected = macOf(cache.key, entry);
-  const given = Buffer.from(mac, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected))
-    return refused('its MAC does not verify with the cache key (this process did not write it)');
+  if (read.kind === 'refused') return refused(read.reason);
+  const { url: entryUrl, etag, body } = read.entry;
   if (entryUrl !== url) return refused(`it was written for another URL (${entryUrl})`);
-  return { kind: 'hit', entry };
+  return { kind: 'hit', entry: { url: entryUrl, etag, body } };
 }
 
 /**
- * Writes an entry atomically, mode 0600, into a folder made (or narrowed to) 0700. Into a folder
- * that is a symlink or another user's, nothing is written (it would never be read back). Returns
- * what an operator should hear: the folder was narrowed, or the entry could not be written.
+ * Writes an entry atomically, mode 0600, into a folder made (or narrowed to) 0700
+ * (`writeMacEntry`). Into a folder that is a symlink or another user's, nothing is written (it
+ * would never be read back). Returns what an operator should hear: the folder was narrowed, or
+ * the entry could not be written.
  */
 export async function writeCachedIndex(
   cache: IndexCache | undefined,
@@ -127,22 +112,15 @@ export async function writeCachedIndex(
   if (cache === undefined) return undefined;
   if (entry.etag.length > MAX_ETAG_LENGTH || entry.url.length > MAX_URL_LENGTH) return undefined;
   const file = indexCacheFile(cache.dir, entry.url);
-  const folder = await prepareOwnerOnlyFolder(dirname(file));
-  if (!folder.ok) return `the store index was not cached in ${dirname(file)}: ${folder.problem}`;
-  const document = {
-    version: CACHE_VERSION,
-    ...entry,
-    mac: macOf(cache.key, entry).toString('base64url'),
-  };
-  try {
-    await writeFileAtomic(file, JSON.stringify(document), { mode: 0o600 });
-  } catch (error) {
-    // A read-only home still installs.
-    return `the store index was not cached in ${dirname(file)}: ${errorCode(error)}`;
-  }
-  return folder.tightenedFrom === undefined
+  const written = await writeMacEntry(
+    file,
+    { version: CACHE_VERSION, url: entry.url, etag: entry.etag, body: entry.body },
+    entryFormat(cache.key),
+  );
+  if (!written.ok) return `the store index was not cached in ${dirname(file)}: ${written.problem}`;
+  return written.tightenedFrom === undefined
     ? undefined
-    : `the store index cache folder ${dirname(file)} was mode ${folder.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed`;
+    : `the store index cache folder ${dirname(file)} was mode ${written.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed`;
 }
 
 /** Archives are content-addressed: the file name is the SHA-256 the index promised. */

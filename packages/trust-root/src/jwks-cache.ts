@@ -1,15 +1,13 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   errorCode,
-  ownerOnlyFolderProblem,
-  ownerOnlyProblem,
-  prepareOwnerOnlyFolder,
-  readBoundedFile,
-  writeFileAtomic,
+  MAC_KEY_MIN_BYTES,
+  readMacEntry,
+  writeMacEntry,
+  type MacEntryFormat,
 } from '@packwarden/pack-manifest/fs';
-import { parseStrictJson } from '@packwarden/pack-manifest/resolve';
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
 import { TRUST_ROOT_LIMITS } from './limits.js';
@@ -35,7 +33,7 @@ export interface CacheEntry {
 const CACHE_VERSION = 2;
 
 /** The bytes of a cache key: at least this long, so it cannot be guessed. */
-export const CACHE_KEY_MIN_BYTES = 32;
+export const CACHE_KEY_MIN_BYTES = MAC_KEY_MIN_BYTES;
 
 let processKey: Buffer | undefined;
 
@@ -110,8 +108,9 @@ const entrySchema = z.strictObject({
   fetchedAt: z.iso.datetime(),
   validatedAt: z.iso.datetime(),
   expiresAt: z.iso.datetime(),
-  mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
 });
+
+type Entry = z.output<typeof entrySchema>;
 
 /** One file per source and pin set: changing the pins never reuses another set's entry. */
 export function cacheFilePath(
@@ -127,24 +126,30 @@ export function cacheFilePath(
   return join(dir, `${kind}-${name}.json`);
 }
 
-/** The entry's fields in a fixed order, as the MAC covers them. */
-function macInput(entry: Omit<z.output<typeof entrySchema>, 'mac'>): string {
-  return JSON.stringify([
-    'packwarden-trust-root-cache',
-    entry.version,
-    entry.kind,
-    entry.url,
-    entry.pins,
-    entry.body,
-    entry.etag ?? null,
-    entry.fetchedAt,
-    entry.validatedAt,
-    entry.expiresAt,
-  ]);
-}
-
-function macOf(key: Uint8Array, input: string): Buffer {
-  return createHmac('sha256', key).update(input, 'utf8').digest();
+/** How entries are read and authenticated: the fields in a fixed order, as the MAC covers them. */
+function entryFormat(key: Uint8Array): MacEntryFormat<Entry> {
+  return {
+    key,
+    maxBytes: TRUST_ROOT_LIMITS.maxCacheFileBytes,
+    maxDepth: TRUST_ROOT_LIMITS.maxDocumentDepth,
+    parse: (document) => {
+      const parsed = entrySchema.safeParse(document);
+      return parsed.success ? parsed.data : undefined;
+    },
+    macInput: (entry) =>
+      JSON.stringify([
+        'packwarden-trust-root-cache',
+        entry.version,
+        entry.kind,
+        entry.url,
+        entry.pins,
+        entry.body,
+        entry.etag ?? null,
+        entry.fetchedAt,
+        entry.validatedAt,
+        entry.expiresAt,
+      ]),
+  };
 }
 
 /**
@@ -167,23 +172,12 @@ export async function readCacheEntry(
     warnings.push(`trust root cache ${file} is ignored: ${why}.`);
     return undefined;
   };
-  const read = readBoundedFile(file, TRUST_ROOT_LIMITS.maxCacheFileBytes);
+  // Not written by a holder of the cache key (planted, or from another process), or by someone
+  // else than this user: ignored, with the reason.
+  const read = await readMacEntry(file, entryFormat(key));
   if (read.kind === 'absent') return undefined;
-  if (read.kind === 'symlink' || read.kind === 'failed') return ignored(errorCode(read.cause));
-  const problem = (await ownerOnlyFolderProblem(dir)) ?? ownerOnlyProblem(read.stats, 'file');
-  if (problem !== undefined) return ignored(problem);
-  if (read.kind === 'too-large') return ignored('it is too large');
-  if (read.kind !== 'read') return ignored('it grew while it was being read');
-  const parsed = entrySchema.safeParse(safeJson(read.bytes.toString('utf8')));
-  if (!parsed.success) return ignored('it is not a valid cache entry');
-  const { data } = parsed;
-  const { mac, ...covered } = data;
-  const expected = macOf(key, macInput(covered));
-  const given = Buffer.from(mac, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    // Not written by a holder of the cache key: planted, or from another process.
-    return ignored('this process did not write it (its MAC does not verify with the cache key)');
-  }
+  if (read.kind === 'refused') return ignored(read.reason);
+  const data = read.entry;
   if (data.kind !== kind || data.url !== url || data.pins.join(',') !== pins.join(','))
     return ignored('it was fetched for another source or other pins');
   const floor = oldestBelievable.get(file);
@@ -217,18 +211,9 @@ export async function writeCacheEntry(
   const pins = [...entry.pins].sort();
   const file = cacheFilePath(dir, entry.kind, entry.url, pins);
   raiseFloor(file, entry.fetchedAt);
-  const folder = await prepareOwnerOnlyFolder(dir);
-  if (!folder.ok) {
-    warnings.push(`trust root cache not written to ${dir}: ${folder.problem}.`);
-    return;
-  }
-  if (folder.tightenedFrom !== undefined) {
-    warnings.push(
-      `trust root cache folder ${dir} was mode ${folder.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed.`,
-    );
-  }
-  try {
-    const covered = {
+  const written = await writeMacEntry(
+    file,
+    {
       version: CACHE_VERSION,
       kind: entry.kind,
       url: entry.url,
@@ -238,14 +223,15 @@ export async function writeCacheEntry(
       fetchedAt: entry.fetchedAt.toISOString(),
       validatedAt: entry.validatedAt.toISOString(),
       expiresAt: entry.expiresAt.toISOString(),
-    } as const;
-    const document = JSON.stringify({
-      ...covered,
-      mac: macOf(key, macInput(covered)).toString('base64url'),
-    });
-    await writeFileAtomic(file, document, { mode: 0o600 });
-  } catch (error) {
-    warnings.push(`trust root cache not written to ${dir}: ${errorCode(error)}.`);
+    },
+    entryFormat(key),
+  );
+  if (!written.ok) {
+    warnings.push(`trust root cache not written to ${dir}: ${written.problem}.`);
+  } else if (written.tightenedFrom !== undefined) {
+    warnings.push(
+      `trust root cache folder ${dir} was mode ${written.tightenedFrom.toString(8)}; it is now 700, as entries in a folder others can write are not believed.`,
+    );
   }
 }
 
@@ -277,17 +263,5 @@ export async function retireCacheEntry(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
     warnings.push(`trust root cache ${file} could not be removed: ${errorCode(error)}.`);
     return true;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return parseStrictJson(text, {
-      maxBytes: TRUST_ROOT_LIMITS.maxCacheFileBytes,
-      maxDepth: TRUST_ROOT_LIMITS.maxDocumentDepth,
-      what: 'the cache entry',
-    });
-  } catch {
-    return undefined;
   }
 }
