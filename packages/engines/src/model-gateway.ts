@@ -24,6 +24,12 @@ export interface ModelGatewayOptions {
   token?: string;
   /** `x-api-key` (Anthropic) or `Authorization: Bearer` (OpenAI). */
   style: GatewayCredentialStyle;
+  /**
+   * The requests forwarded, as `METHOD /path` (`*` stands for one path segment, a model id):
+   * the model API's own endpoints that the CLI of `style` calls, {@link GATEWAY_ROUTES} by
+   * default. Any other request is refused (403) and never forwarded.
+   */
+  routes?: readonly string[];
   /** Largest request body forwarded (default 32 MiB). */
   maxBodyBytes?: number;
   /** Connections open at once (default 32). */
@@ -48,6 +54,57 @@ export interface ModelGateway {
   /** Requests refused (wrong or missing credential, too large, malformed). */
   readonly refused: number;
   close(): Promise<void>;
+}
+
+/**
+ * What each CLI asks of its model server, relative to the server root, and nothing else: the token
+ * would otherwise lend everything it can do to whoever learns the placeholder, which a command
+ * the model runs can (Claude Code's `Bash` sees it as `ANTHROPIC_API_KEY`): listing and
+ * downloading the files of the key's organisation, batches, fine-tunes, vector stores, uploads.
+ * Claude Code needs the Anthropic Messages API (`/v1/messages`, `/v1/messages/count_tokens`:
+ * Claude Code's "LLM gateway" requirements); codex the endpoints its `codex-api` crate calls
+ * under the provider's base URL (`<root>/v1`): `responses`, `responses/compact`, `models`,
+ * `memories/trace_summarize`, `images/generations`, `images/edits`, `alpha/search`. Model lists
+ * (`GET /v1/models`, `/v1/models/<id>`) are harmless and allowed to both. A query string is
+ * kept (`/v1/messages?beta=true`); the path must match exactly, without normalisation, so
+ * `/v1/messages/../files`, `/v1//files` or `%2e%2e` never pass.
+ */
+export const GATEWAY_ROUTES: Readonly<Record<GatewayCredentialStyle, readonly string[]>> =
+  Object.freeze({
+    'x-api-key': Object.freeze([
+      'POST /v1/messages',
+      'POST /v1/messages/count_tokens',
+      'GET /v1/models',
+      'GET /v1/models/*',
+    ]),
+    bearer: Object.freeze([
+      'POST /v1/responses',
+      'POST /v1/responses/compact',
+      'POST /v1/memories/trace_summarize',
+      'POST /v1/images/generations',
+      'POST /v1/images/edits',
+      'POST /v1/alpha/search',
+      'GET /v1/models',
+      'GET /v1/models/*',
+    ]),
+  });
+
+/** A model id in a route's `*`: what model ids are made of, never `/`, `%`, `.` or `..` alone. */
+const ROUTE_SEGMENT = /^(?!\.{1,2}$)[A-Za-z0-9._:@-]{1,256}$/;
+
+function routeAllowed(routes: readonly string[], method: string, path: string): boolean {
+  const asked = path.split('/');
+  return routes.some((route) => {
+    const space = route.indexOf(' ');
+    if (route.slice(0, space) !== method) return false;
+    const parts = route.slice(space + 1).split('/');
+    return (
+      parts.length === asked.length &&
+      parts.every((part, index) =>
+        part === '*' ? ROUTE_SEGMENT.test(asked[index] ?? '') : part === asked[index],
+      )
+    );
+  });
 }
 
 /** Not forwarded either way: they describe one hop, not the request (RFC 9110 §7.6.1). */
@@ -172,6 +229,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
   const root = serverRoot(options.upstream);
   if (root === undefined) throw new Error('the model gateway needs an http(s) upstream root');
   const maxBody = options.maxBodyBytes ?? 32 * 1024 * 1024;
+  const routes = options.routes ?? GATEWAY_ROUTES[options.style];
   const placeholder = `pw-turn-${randomBytes(24).toString('hex')}`;
   const send = root.protocol === 'https:' ? httpsRequest : httpRequest;
   const prefix = root.pathname.replace(/\/+$/, '');
@@ -192,6 +250,18 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
     if (credential === undefined || !sameSecret(credential, placeholder)) {
       refused += 1;
       refuse(response, 401, 'this gateway accepts only the credential of the current turn');
+      request.resume();
+      return;
+    }
+    const method = request.method ?? '';
+    const path = target.split('?', 1)[0] ?? '';
+    if (!routeAllowed(routes, method, path)) {
+      refused += 1;
+      refuse(
+        response,
+        403,
+        `the gateway forwards only the model API's own requests, not ${method} ${path.slice(0, 256)}`,
+      );
       request.resume();
       return;
     }
@@ -241,7 +311,7 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
           protocol: root.protocol,
           hostname: root.hostname,
           port: root.port,
-          method: request.method,
+          method,
           path: `${prefix}${target}`,
           headers,
         },

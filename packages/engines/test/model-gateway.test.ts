@@ -74,11 +74,12 @@ function send(
   path: string,
   headers: Record<string, string>,
   body = '',
+  method = 'POST',
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const request = httpRequest(
-      { host: target.hostname, port: target.port, method: 'POST', path, headers },
+      { host: target.hostname, port: target.port, method, path, headers },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -136,6 +137,84 @@ describe('the model gateway', () => {
     expect(server.seen).toEqual([]);
     expect(gateway.refused).toBe(5);
     expect(gateway.forwarded).toBe(0);
+  });
+
+  test("attack: what the CLI never asks (the key's files, batches, fine-tunes, telemetry, a path walked out of /v1/messages) is refused (403) and never forwarded, placeholder or not", async () => {
+    const server = await upstream();
+    const claude = await gatewayFor(server.url, 'x-api-key');
+    const codex = await gatewayFor(`${server.url}/v1`, 'bearer');
+    const asClaude = (method: string, path: string) =>
+      send(
+        claude.url,
+        path,
+        { 'x-api-key': claude.placeholder },
+        method === 'GET' ? '' : '{}',
+        method,
+      );
+    const asCodex = (method: string, path: string) =>
+      send(
+        codex.url,
+        path,
+        { authorization: `Bearer ${codex.placeholder}` },
+        method === 'GET' ? '' : '{}',
+        method,
+      );
+    const forwarded = [
+      await asClaude('POST', '/v1/messages?beta=true'),
+      await asClaude('POST', '/v1/messages/count_tokens?beta=true'),
+      await asClaude('GET', '/v1/models'),
+      await asClaude('GET', '/v1/models/claude-sonnet-4-5-20250929'),
+      await asCodex('POST', '/v1/responses'),
+      await asCodex('POST', '/v1/responses/compact'),
+      await asCodex('GET', '/v1/models?client_version=0.163.0'),
+    ];
+    expect(forwarded.map((answer) => answer.status)).toEqual(forwarded.map(() => 200));
+    const refused = [
+      await asClaude('GET', '/v1/files'),
+      await asClaude('GET', '/v1/files/file_011/content'),
+      await asClaude('POST', '/v1/messages/batches'),
+      await asClaude('POST', '/v1/messages/../files'),
+      await asClaude('POST', '/v1//messages'),
+      await asClaude('POST', '/v1/%6Dessages'),
+      await asClaude('POST', '/v1/messages/'),
+      await asClaude('GET', '/v1/messages'),
+      await asClaude('GET', '/v1/models/..'),
+      await asClaude('GET', '/v1/models/a/b'),
+      await asClaude('POST', '/api/event_logging/batch'),
+      await asClaude('POST', '/v1/responses'),
+      await asCodex('GET', '/v1/files'),
+      await asCodex('POST', '/v1/fine_tuning/jobs'),
+      await asCodex('GET', '/v1/organization/projects'),
+      await asCodex('POST', '/v1/messages'),
+      await asCodex('DELETE', '/v1/responses'),
+    ];
+    expect(refused.map((answer) => answer.status)).toEqual(refused.map(() => 403));
+    expect(refused[0]?.text).toContain("only the model API's own requests, not GET /v1/files");
+    expect(server.seen.map((seen) => `${seen.method} ${seen.url}`)).toEqual([
+      'POST /v1/messages?beta=true',
+      'POST /v1/messages/count_tokens?beta=true',
+      'GET /v1/models',
+      'GET /v1/models/claude-sonnet-4-5-20250929',
+      'POST /v1/responses',
+      'POST /v1/responses/compact',
+      'GET /v1/models?client_version=0.163.0',
+    ]);
+    expect(claude.refused + codex.refused).toBe(refused.length);
+  });
+
+  test('routes: a gateway given its own list forwards exactly that', async () => {
+    const server = await upstream();
+    const gateway = await startModelGateway({
+      upstream: server.url,
+      token: TOKEN,
+      style: 'bearer',
+      routes: ['POST /v1/chat/completions'],
+    });
+    closers.push(() => gateway.close());
+    const headers = { authorization: `Bearer ${gateway.placeholder}` };
+    expect((await send(gateway.url, '/v1/chat/completions', headers)).status).toBe(200);
+    expect((await send(gateway.url, '/v1/responses', headers)).status).toBe(403);
+    expect(server.seen.map((seen) => seen.url)).toEqual(['/v1/chat/completions']);
   });
 
   test('attack: an absolute-form target naming another host is refused (400) and never forwarded', async () => {
