@@ -316,18 +316,23 @@ export async function startModelGateway(options: ModelGatewayOptions): Promise<M
           headers,
         },
         (answer) => {
+          // A token shorter than a secret can be (runner-host's MIN_SECRET_LENGTH) is not
+          // scrubbed: replacing every "x" would corrupt the stream and hide nothing.
+          const secret =
+            options.token !== undefined && options.token.length >= MIN_SECRET_LENGTH
+              ? options.token
+              : undefined;
+          // Headers are scrubbed as the body is: an upstream may echo the credential in one.
+          const swap = (text: string) =>
+            secret === undefined ? text : text.split(secret).join(placeholder);
           const out: OutgoingHttpHeaders = {};
           for (const [name, value] of Object.entries(answer.headers)) {
             if (value === undefined || HOP_BY_HOP.has(name)) continue;
-            out[name] = value;
+            out[name] = Array.isArray(value) ? value.map(swap) : swap(value);
           }
           response.writeHead(answer.statusCode ?? 502, out);
-          // A token shorter than a secret can be (runner-host's MIN_SECRET_LENGTH) is not
-          // scrubbed: replacing every "x" would corrupt the stream and hide nothing.
           const scrubber =
-            options.token !== undefined && options.token.length >= MIN_SECRET_LENGTH
-              ? new SecretSwapStream(options.token, placeholder)
-              : undefined;
+            secret === undefined ? undefined : new SecretSwapStream(secret, placeholder);
           answer.on('data', (chunk: Buffer) => {
             const clean = scrubber === undefined ? chunk : scrubber.push(chunk);
             if (clean.length > 0) response.write(clean);

@@ -20,7 +20,10 @@ afterEach(async () => {
 });
 
 /** An upstream on loopback that logs what it receives and answers with `answer`. */
-async function upstream(answer: (seen: Seen) => string[] = () => ['{"ok":true}']) {
+async function upstream(
+  answer: (seen: Seen) => string[] = () => ['{"ok":true}'],
+  headers: Record<string, string | string[]> = {},
+) {
   const seen: Seen[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -33,7 +36,7 @@ async function upstream(answer: (seen: Seen) => string[] = () => ['{"ok":true}']
         body: Buffer.concat(chunks).toString(),
       };
       seen.push(entry);
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
       const parts = answer(entry);
       // Each part is its own write: a token may be split across chunks.
       const next = (i: number) => {
@@ -264,6 +267,35 @@ describe('the model gateway', () => {
     );
     // Compressed answers could not be scrubbed: the gateway asks for none.
     expect(server.seen[0]?.headers['accept-encoding']).toBe('identity');
+  });
+
+  test('attack: an upstream that echoes the real token in its answer headers reaches the CLI as the placeholder', async () => {
+    const server = await upstream(() => ['{}'], {
+      'x-request-auth': `key=${TOKEN}`,
+      'set-cookie': [`a=${TOKEN}`, 'b=1'],
+    });
+    const gateway = await gatewayFor(server.url);
+    const headers = await new Promise<IncomingMessage['headers']>((resolve, reject) => {
+      const target = new URL(gateway.url);
+      const request = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: 'POST',
+          path: '/v1/messages',
+          headers: { 'x-api-key': gateway.placeholder },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.headers));
+        },
+      );
+      request.on('error', reject);
+      request.end('{}');
+    });
+    expect(JSON.stringify(headers)).not.toContain(TOKEN);
+    expect(headers['x-request-auth']).toBe(`key=${gateway.placeholder}`);
+    expect(headers['set-cookie']).toEqual([`a=${gateway.placeholder}`, 'b=1']);
   });
 
   test('a token shorter than a secret can be is not scrubbed from answers: the stream stays intact (fuzz finding: token "x" turned exec_command into e<placeholder>ec_command)', async () => {
