@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { lstat, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
   MAC_KEY_MIN_BYTES,
@@ -126,4 +127,29 @@ export async function writeCachedIndex(
 /** Archives are content-addressed: the file name is the SHA-256 the index promised. */
 export function archiveCachePath(cacheDir: string, sha256: string): string {
   return join(cacheDir, 'archives', `${sha256}.tar.gz`);
+}
+
+/**
+ * The cached archive's path, once its `archives/` folder is made (if missing) and found to be a
+ * real folder of this user; otherwise `undefined`: the archive is downloaded without the cache.
+ * The cache folder may be written by others (README "The index cache"): an `archives/` that is a
+ * symlink would have installs write, rename and delete `<sha256>.tar.gz` files in whatever folder
+ * it names. Cached bytes are hashed before use, so a folder others can write into is fine; only
+ * where the folder itself leads matters.
+ */
+export async function usableArchiveCachePath(
+  cacheDir: string,
+  sha256: string,
+): Promise<string | undefined> {
+  const file = archiveCachePath(cacheDir, sha256);
+  const folder = dirname(file);
+  try {
+    await mkdir(folder, { recursive: true });
+    const info = await lstat(folder);
+    const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
+    if (!info.isDirectory() || (uid !== undefined && info.uid !== uid)) return undefined;
+  } catch {
+    return undefined;
+  }
+  return file;
 }

@@ -1,4 +1,3 @@
-import { rmdir } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { EntryJudge, type ArchiveSelection, type EntryVerdict } from './entry-policy.js';
@@ -232,8 +231,16 @@ export async function extractArchive(
   const staging = await makeStagingDir(dirname(target), `.${basename(target)}.staging-`);
   try {
     const result = await extractInto(archive, staging, options);
-    if (!options.force) await rmdir(target).catch(() => undefined);
-    await promoteStaging(staging, target);
+    await promoteStaging(staging, target, {
+      replace: options.force === true,
+      // Judged again at the rename: another process may have filled `dest` meanwhile.
+      taken: () =>
+        new StoreError(
+          'ERR_TARGET_NOT_EMPTY',
+          `${target} is not empty any more (something was written there while the archive was extracted); nothing was replaced (use force to replace it)`,
+          { subject: target },
+        ),
+    });
     return result;
   } catch (error) {
     // The refusal is what the caller needs: a failing cleanup never replaces it.

@@ -2,7 +2,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CURRENT_FILE, packwardenHome } from '@packwarden/pack-manifest';
 import { writeFileAtomic } from '@packwarden/pack-manifest/fs';
-import { StoreError } from './errors.js';
+import { isStoreError, StoreError } from './errors.js';
 import { acquireLock } from './lock.js';
 import {
   isEmptyOrMissingDir,
@@ -78,8 +78,11 @@ export class InstallTarget {
     const taken =
       !(await isEmptyOrMissingDir(this.dir)) ||
       (!this.flat && (await stat(this.dir).catch(() => undefined)) !== undefined);
-    if (!taken) return;
-    throw this.flat
+    if (taken) throw this.takenError();
+  }
+
+  private takenError(): StoreError {
+    return this.flat
       ? new StoreError(
           'ERR_TARGET_NOT_EMPTY',
           `${this.dir} exists and is not empty (use force to replace it)`,
@@ -131,12 +134,17 @@ export class InstallTarget {
   }
 
   /**
-   * Step 6: renames `staging` into place (an existing install set aside, then removed), then
-   * switches `current.txt`. Resolves whether an install was replaced.
+   * Step 6: renames `staging` into place (with `force`, an existing install set aside, then
+   * removed; without it, a target that another process filled since step 2 is refused as it
+   * would have been then, and left as it is), then switches `current.txt`. Resolves whether an
+   * install was replaced.
    */
-  async promote(staging: string): Promise<boolean> {
+  async promote(staging: string, force: boolean | undefined): Promise<boolean> {
     try {
-      const { replaced } = await promoteStaging(staging, this.dir);
+      const { replaced } = await promoteStaging(staging, this.dir, {
+        replace: force === true,
+        taken: () => this.takenError(),
+      });
       if (!this.flat)
         await writeFileAtomic(join(this.parent, CURRENT_FILE), `${this.version}\n`, {
           mode: 0o644,
@@ -144,6 +152,7 @@ export class InstallTarget {
         });
       return replaced;
     } catch (cause) {
+      if (isStoreError(cause)) throw cause;
       throw new StoreError(
         'ERR_INSTALL_IO',
         `cannot move ${this.slug}@${this.version} into place: ${(cause as Error).message}`,

@@ -257,7 +257,7 @@ async function installSteps(
     });
     if (signal?.aborted) throw abortError(signal);
     options.onProgress?.({ phase: 'install' });
-    const replaced = await target.promote(staged.dir);
+    const replaced = await target.promote(staged.dir, options.force);
     staging = undefined;
     const result: InstallResult = {
       slug,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { CURRENT_FILE, isSemver } from '@packwarden/pack-manifest';
 import { isAtomicWriteTemporary } from '@packwarden/pack-manifest/fs';
@@ -32,12 +32,64 @@ export async function isEmptyOrMissingDir(path: string): Promise<boolean> {
   }
 }
 
-/** Swaps `staging` into `target`; a previous `target` is moved aside first and removed after. */
+/** What `promoteStaging` may do with what it finds at `target`. */
+export interface PromoteOptions {
+  /**
+   * `force`: an existing `target` is moved aside first and removed after. Otherwise only a
+   * missing or empty folder (or a symlink, which is removed, never followed) is replaced.
+   */
+  replace: boolean;
+  /** The refusal when `target` is taken and `replace` is off. */
+  taken: () => StoreError;
+}
+
+const TAKEN_CODES = new Set(['ENOTEMPTY', 'EEXIST', 'ENOTDIR', 'EISDIR']);
+
+function isTaken(error: unknown): boolean {
+  return TAKEN_CODES.has((error as NodeJS.ErrnoException)?.code ?? '');
+}
+
+/**
+ * Without `replace`, `target` is judged again at the rename itself: it was only checked when the
+ * install started, and whatever another process put there since is not this install's to delete.
+ * An empty folder is removed with `rmdir`, which refuses one that is not empty, and the rename of
+ * a folder cannot replace a folder that is not empty either, so the verdict holds up to the rename.
+ */
+async function clearEmptyTarget(target: string, options: PromoteOptions): Promise<void> {
+  try {
+    await rmdir(target);
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    if (code !== 'ENOTDIR') throw isTaken(error) ? options.taken() : error;
+  }
+  // Not a folder: a symlink (to an empty folder, as the first check saw) goes, a file stays.
+  const info = await lstat(target).catch(() => undefined);
+  if (!info?.isSymbolicLink()) throw options.taken();
+  await unlink(target);
+}
+
+/**
+ * Swaps `staging` into `target`. With `replace`, a previous `target` is moved aside first and
+ * removed after; without it, a `target` that is not a missing or empty folder (now, not only when
+ * the install started) is `options.taken()`, and nothing of it is touched.
+ */
 export async function promoteStaging(
   staging: string,
   target: string,
+  options: PromoteOptions,
 ): Promise<{ replaced: boolean }> {
   await chmod(staging, 0o755);
+  if (!options.replace) {
+    await clearEmptyTarget(target, options);
+    try {
+      await rename(staging, target);
+    } catch (error) {
+      throw isTaken(error) ? options.taken() : error;
+    }
+    return { replaced: false };
+  }
   const aside = join(dirname(target), `.${basename(target)}.old-${randomBytes(6).toString('hex')}`);
   let replaced = false;
   try {

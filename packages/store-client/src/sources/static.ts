@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { archiveCachePath } from '../cache.js';
+import { rename, rm, stat } from 'node:fs/promises';
+import { usableArchiveCachePath } from '../cache.js';
 import { startDownloadDeadline } from '../download-deadline.js';
 import { StoreError } from '../errors.js';
 import { bodyStream, request, statusError } from '../http.js';
@@ -33,7 +32,9 @@ export async function openStaticArchive(
 ): Promise<Opened> {
   const signal = options.signal;
   const expected = { size: source.size, sha256: source.sha256, maxBytes: source.size };
-  const cached = ctx.cacheDir ? archiveCachePath(ctx.cacheDir, source.sha256) : undefined;
+  const cached = ctx.cacheDir
+    ? await usableArchiveCachePath(ctx.cacheDir, source.sha256)
+    : undefined;
   if (cached && useCache) {
     const info = await stat(cached).catch(() => undefined);
     // Verified before use: a cache entry whose bytes no longer match its name is dropped.
@@ -72,15 +73,8 @@ export async function openStaticArchive(
   refuseContentEncoding(fetched);
   // Everything asynchronous happens before the body starts to flow: from bodyStream() on, the
   // streams are wired in one tick.
-  let temp: string | undefined;
-  if (cached) {
-    try {
-      await mkdir(dirname(cached), { recursive: true });
-      temp = `${cached}.tmp-${randomBytes(6).toString('hex')}`;
-    } catch {
-      temp = undefined;
-    }
-  }
+  // Its folder was made and judged above (`usableArchiveCachePath`).
+  const temp = cached ? `${cached}.tmp-${randomBytes(6).toString('hex')}` : undefined;
   const body = bodyStream(fetched, {
     maxBytes: source.size,
     idleTimeoutMs: options.idleTimeoutMs,
