@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { link, open, rename, rm, stat } from 'node:fs/promises';
+import { link, open, rename, rm, stat, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { abortError, StoreError } from './errors.js';
 import { readSmallFile } from './small-file.js';
@@ -17,6 +17,8 @@ export interface LockOptions {
 interface LockInfo {
   pid: number;
   host: string;
+  /** Random per acquisition (absent in locks of earlier releases): which holder this is. */
+  id?: string;
 }
 
 function isAlive(pid: number): boolean {
@@ -54,17 +56,24 @@ async function isStale(path: string, staleMs: number): Promise<boolean> {
 }
 
 /**
- * An exclusive lock file (O_EXCL) holding `{pid, host}`. A lock whose process is dead is broken
- * by renaming it aside first, so two processes breaking the same stale lock cannot both win.
+ * An exclusive lock file (O_EXCL) holding `{pid, host, id}`. A lock whose process is dead is
+ * broken by renaming it aside first, so two processes breaking the same stale lock cannot both
+ * win. Another host cannot see whether the holder lives, only the lock's age: so while it is
+ * held, its modification time is renewed every `staleMs / 4`, and a holder that runs longer
+ * than `staleMs` (a slow download) is never taken for a dead one. Releasing removes the lock only
+ * while it is still this holder's (its `id`): one broken and taken by another install meanwhile
+ * is that install's, and stays.
  */
 export async function acquireLock(
   path: string,
   options: LockOptions,
 ): Promise<() => Promise<void>> {
   const deadline = Date.now() + options.timeoutMs;
+  const id = randomBytes(12).toString('hex');
   const content = JSON.stringify({
     pid: process.pid,
     host: hostname(),
+    id,
     at: new Date().toISOString(),
   });
   for (;;) {
@@ -76,8 +85,17 @@ export async function acquireLock(
       } finally {
         await handle.close();
       }
+      const heartbeat = setInterval(
+        () => {
+          const now = new Date();
+          void utimes(path, now, now).catch(() => undefined);
+        },
+        Math.max(1, Math.floor(options.staleMs / 4)),
+      );
+      heartbeat.unref();
       return async () => {
-        await rm(path, { force: true });
+        clearInterval(heartbeat);
+        if ((await readLock(path))?.id === id) await rm(path, { force: true });
       };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
