@@ -17,6 +17,12 @@ export interface PackDigestLimits {
   maxDepth: number;
   /** UTF-8 bytes of one pack-relative path. Default 4,096. */
   maxPathBytes: number;
+  /**
+   * Bytes of file content, all files together. Default 4 GiB. Each file's size is judged from
+   * the `fstat` it gets before it is read, so a pack over the bound (a sparse file of a terabyte
+   * costs no disk space) is refused unread instead of keeping the digest busy for hours.
+   */
+  maxTotalBytes: number;
 }
 
 export const DEFAULT_DIGEST_LIMITS: Readonly<PackDigestLimits> = Object.freeze({
@@ -24,4 +30,5 @@ export const DEFAULT_DIGEST_LIMITS: Readonly<PackDigestLimits> = Object.freeze({
   maxFolders: 100_000,
   maxDepth: 64,
   maxPathBytes: 4096,
+  maxTotalBytes: 4 * 1024 * 1024 * 1024,
 });

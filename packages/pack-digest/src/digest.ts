@@ -5,7 +5,7 @@ import { realpathSync, statSync, type Stats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_DIGEST_LIMITS, DIGEST_ALGORITHM, type PackDigestLimits } from './constants.js';
 import { PackDigestError } from './errors.js';
-import { hashRegularFileSync, type HashedFile } from './hash-file.js';
+import { hashRegularFileSync, type ByteBudget, type HashedFile } from './hash-file.js';
 import {
   HASH_BUFFER_BYTES,
   hashFilesInWorkers,
@@ -69,7 +69,11 @@ export async function computePackDigest(
   const limits: PackDigestLimits = { ...DEFAULT_DIGEST_LIMITS, ...options.limits };
   const threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
   const { signal } = options;
-  const listing = listFilesToHash(threads, options.parallel ?? 'auto', signal);
+  const budget: ByteBudget = {
+    used: new BigInt64Array(new SharedArrayBuffer(8)),
+    max: limits.maxTotalBytes,
+  };
+  const listing = listFilesToHash(threads, options.parallel ?? 'auto', budget, signal);
   try {
     const resolvedRoot = resolveRoot(root);
     const walked = await walkPack(resolvedRoot, limits, signal, listing.add, listing.mayYield);
@@ -84,6 +88,13 @@ export async function computePackDigest(
     const entries: PackDigestEntry[] = linkEntries;
     files.forEach((file, index) => {
       const hashed = fileHashes[index]!;
+      if (!hashed.ok && hashed.reason === 'too-large') {
+        throw new PackDigestError(
+          'ERR_DIGEST_TOO_LARGE',
+          `the pack holds more than ${limits.maxTotalBytes} bytes of content at ${file.path} (${hashed.message})`,
+          { path: file.path },
+        );
+      }
       if (!hashed.ok) {
         throw new PackDigestError(
           hashed.reason === 'changed' ? 'ERR_DIGEST_TREE_CHANGED' : 'ERR_DIGEST_IO',
@@ -202,6 +213,7 @@ async function hashSymlink(entry: WalkedEntry): Promise<PackDigestEntry> {
 function listFilesToHash(
   threads: number,
   parallel: 'auto' | 'never' | 'always',
+  budget: ByteBudget,
   signal?: AbortSignal,
 ): {
   add(absolutePath: string): void;
@@ -220,7 +232,8 @@ function listFilesToHash(
   return {
     add(absolutePath) {
       paths.push(absolutePath);
-      if (pool === undefined && paths.length >= startAt) pool = startHashingPool(threads, signal);
+      if (pool === undefined && paths.length >= startAt)
+        pool = startHashingPool(threads, budget, signal);
       if (pool !== undefined && paths.length - handedOut >= HAND_OUT_EVERY_FILES) {
         pool.add(paths.slice(handedOut));
         handedOut = paths.length;
@@ -229,7 +242,7 @@ function listFilesToHash(
     mayYield: () => pool !== undefined || startAt === Infinity,
     hash: () =>
       pool === undefined
-        ? hashFiles(paths, threads, parallel, signal)
+        ? hashFiles(paths, threads, parallel, budget, signal)
         : pool.finish(paths.slice(handedOut)),
     close: async () => pool?.close(),
   };
@@ -239,11 +252,12 @@ async function hashFiles(
   paths: readonly string[],
   threads: number,
   parallel: 'auto' | 'never' | 'always',
+  budget: ByteBudget,
   signal?: AbortSignal,
 ): Promise<HashedFile[]> {
   const mayUseThreads = parallel !== 'never' && threads > 1 && paths.length > 1;
   if (mayUseThreads && (parallel === 'always' || paths.length >= PARALLEL_MIN_FILES)) {
-    return hashFilesInWorkers(paths, Math.min(threads, paths.length), signal);
+    return hashFilesInWorkers(paths, Math.min(threads, paths.length), budget, signal);
   }
   // Hash on the calling thread until the bytes seen reach PARALLEL_MIN_BYTES; the file that
   // would cross it, and all after it, go to the threads. The size comes from the fstat each
@@ -256,10 +270,15 @@ async function hashFiles(
     const remaining = paths.length - i;
     const hashed =
       mayUseThreads && remaining > 1
-        ? hashRegularFileSync(fs, crypto, paths[i]!, buffer, PARALLEL_MIN_BYTES - bytesSeen)
-        : hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+        ? hashRegularFileSync(fs, crypto, paths[i]!, buffer, PARALLEL_MIN_BYTES - bytesSeen, budget)
+        : hashRegularFileSync(fs, crypto, paths[i]!, buffer, undefined, budget);
     if (!hashed.ok && hashed.reason === 'deferred') {
-      const rest = await hashFilesInWorkers(paths.slice(i), Math.min(threads, remaining), signal);
+      const rest = await hashFilesInWorkers(
+        paths.slice(i),
+        Math.min(threads, remaining),
+        budget,
+        signal,
+      );
       for (const result of rest) results.push(result);
       return results;
     }

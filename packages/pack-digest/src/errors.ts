@@ -23,6 +23,8 @@ export type PackDigestErrorCode =
   | 'ERR_DIGEST_TOO_DEEP'
   /** A path longer than `maxPathBytes` UTF-8 bytes. */
   | 'ERR_DIGEST_PATH_TOO_LONG'
+  /** More bytes of file content than `maxTotalBytes`, judged from sizes before reading. */
+  | 'ERR_DIGEST_TOO_LARGE'
   /** A file was replaced, grew or shrank while it was being read. */
   | 'ERR_DIGEST_TREE_CHANGED'
   /** The operating system refused to read something (permissions, I/O error). */

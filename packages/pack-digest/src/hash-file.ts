@@ -3,7 +3,17 @@ import type * as CryptoModule from 'node:crypto';
 
 export type HashedFile =
   | { ok: true; sha256: string; size: number; executable: boolean }
-  | { ok: false; reason: 'changed' | 'io'; message: string };
+  | { ok: false; reason: 'changed' | 'io' | 'too-large'; message: string };
+
+/**
+ * The bytes of content every thread hashing one pack may read together: `used[0]` counts the
+ * sizes of the files claimed so far (shared memory, so that workers and the calling thread count
+ * together), `max` is `maxTotalBytes`.
+ */
+export interface ByteBudget {
+  used: BigInt64Array;
+  max: number;
+}
 
 /** The file was opened and judged, but is larger than the caller's `deferAboveBytes`: not read. */
 export interface DeferredFile {
@@ -22,12 +32,17 @@ export interface DeferredFile {
  * `deferAboveBytes` lets the calling thread learn a file's size from the fstat it needs anyway
  * (instead of a separate lstat pass over every file) and hand a large file to the hashing
  * threads unread; the thread that hashes it later opens and judges it again from scratch.
+ *
+ * `budget` bounds the bytes all threads read for one pack: a file whose size would take the
+ * total past it is refused (`too-large`) from its fstat, before a byte of it is read.
  */
 export function hashRegularFileSync(
   fs: typeof FsModule,
   crypto: typeof CryptoModule,
   absolutePath: string,
   buffer: Buffer,
+  deferAboveBytes?: undefined,
+  budget?: ByteBudget,
 ): HashedFile;
 export function hashRegularFileSync(
   fs: typeof FsModule,
@@ -35,6 +50,7 @@ export function hashRegularFileSync(
   absolutePath: string,
   buffer: Buffer,
   deferAboveBytes: number,
+  budget?: ByteBudget,
 ): HashedFile | DeferredFile;
 export function hashRegularFileSync(
   fs: typeof FsModule,
@@ -42,6 +58,7 @@ export function hashRegularFileSync(
   absolutePath: string,
   buffer: Buffer,
   deferAboveBytes?: number,
+  budget?: ByteBudget,
 ): HashedFile | DeferredFile {
   const flags =
     fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
@@ -64,6 +81,18 @@ export function hashRegularFileSync(
       return { ok: false, reason: 'changed', message: 'no longer a regular file' };
     if (deferAboveBytes !== undefined && stat.size > deferAboveBytes)
       return { ok: false, reason: 'deferred', size: stat.size };
+    if (budget !== undefined) {
+      // One file over the bound is refused before it is counted: sizes up to 2^63 added to the
+      // shared 64-bit total could wrap it below the bound.
+      const size = BigInt(stat.size);
+      if (stat.size > budget.max || Number(Atomics.add(budget.used, 0, size) + size) > budget.max) {
+        return {
+          ok: false,
+          reason: 'too-large',
+          message: `${stat.size} bytes take the pack's content past ${budget.max} bytes`,
+        };
+      }
+    }
     const executable = (stat.mode & 0o100) !== 0;
     const changed = (size: number): HashedFile => ({
       ok: false,
@@ -88,6 +117,8 @@ export function hashRegularFileSync(
       if (read === 0) break;
       hash.update(read === buffer.length ? buffer : buffer.subarray(0, read));
       size += read;
+      // Growing while it is read: refused, and never read past what the budget was told.
+      if (size > stat.size) return changed(size);
     }
     if (size !== stat.size) return changed(size);
     return { ok: true, sha256: hash.digest('hex'), size, executable };

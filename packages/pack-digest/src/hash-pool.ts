@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
-import { hashRegularFileSync, type HashedFile } from './hash-file.js';
+import { hashRegularFileSync, type ByteBudget, type HashedFile } from './hash-file.js';
 
 /**
  * Read buffer per hashing thread: large enough that system calls do not dominate, small enough
@@ -49,14 +49,14 @@ const { parentPort, workerData } = require('node:worker_threads');
 const hashRegularFileSync = ${hashRegularFileSync.toString()};
 const claimBatch = ${claimBatch.toString()};
 const buffer = Buffer.allocUnsafe(${HASH_BUFFER_BYTES});
-const { cursor, threads } = workerData;
+const { cursor, threads, budget } = workerData;
 const paths = [];
 parentPort.on('message', ({ more, last }) => {
   for (const path of more) paths.push(path);
   for (let claimed; (claimed = claimBatch(cursor, paths.length, threads)) !== undefined; ) {
     const [start, end] = claimed;
     const results = [];
-    for (let i = start; i < end; i++) results.push(hashRegularFileSync(fs, crypto, paths[i], buffer));
+    for (let i = start; i < end; i++) results.push(hashRegularFileSync(fs, crypto, paths[i], buffer, undefined, budget));
     parentPort.postMessage({ id: start, results });
   }
   if (last) parentPort.postMessage({ done: true });
@@ -83,7 +83,11 @@ export interface HashingPool {
  * work, so a caller that starts the pool while it is still listing files finds the workers
  * booted, and already hashing, when the list is complete (issue 14).
  */
-export function startHashingPool(threads: number, signal?: AbortSignal): HashingPool {
+export function startHashingPool(
+  threads: number,
+  budget: ByteBudget,
+  signal?: AbortSignal,
+): HashingPool {
   const paths: string[] = [];
   // Grown with the list (never written past its end), so that it stays a dense array.
   const results: Array<HashedFile | undefined> = [];
@@ -113,7 +117,7 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
       workers.push(
         new Worker(WORKER_SOURCE, {
           eval: true,
-          workerData: { cursor, threads },
+          workerData: { cursor, threads, budget },
           resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
         }),
       );
@@ -160,7 +164,7 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
       const claimed = claimBatch(cursor, paths.length, threads);
       if (claimed === undefined) return;
       for (let i = claimed[0]; i < claimed[1]; i++) {
-        results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+        results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer, undefined, budget);
       }
     }
   };
@@ -173,7 +177,9 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
         await new Promise((resolve) => setImmediate(resolve));
         if (signal?.aborted) throw signal.reason;
       }
-      results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer);
+      // Counted against the budget again: the dead thread may or may not have counted it, and
+      // counting twice can only refuse a pack at the very edge of the bound, never read past it.
+      results[i] = hashRegularFileSync(fs, crypto, paths[i]!, buffer, undefined, budget);
     }
   };
 
@@ -209,7 +215,8 @@ export function startHashingPool(threads: number, signal?: AbortSignal): Hashing
 export async function hashFilesInWorkers(
   paths: readonly string[],
   threads: number,
+  budget: ByteBudget,
   signal?: AbortSignal,
 ): Promise<HashedFile[]> {
-  return startHashingPool(threads, signal).finish(paths);
+  return startHashingPool(threads, budget, signal).finish(paths);
 }
