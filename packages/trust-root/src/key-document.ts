@@ -2,7 +2,14 @@ import { isPackManifestError, parseStrictJson } from '@packwarden/pack-manifest/
 // A namespace import, not the `z` object: bundlers keep only what is used (see pack-manifest).
 import * as z from 'zod';
 import { TrustRootError } from './errors.js';
-import { importJwk, importPem, kidSchema, type KeyImport } from './key-import.js';
+import {
+  importJwk,
+  importPem,
+  kidSchema,
+  revokedByPem,
+  saysRevoked,
+  type KeyImport,
+} from './key-import.js';
 import { TRUST_ROOT_LIMITS } from './limits.js';
 
 /**
@@ -41,12 +48,16 @@ export function parseKeyDocument(
         // Keep the kid of an unreadable entry (a `{kid, revoked: true}` without publicPem), as a
         // JWK's is kept: a kid listed twice is ambiguous however broken one of its entries is.
         const kid = kidSchema.safeParse((entry as { kid?: unknown } | null)?.kid);
-        return {
+        const failed = {
           ok: false,
           ...(kid.success ? { kid: kid.data } : {}),
           reason: 'invalid-key',
           message: `entry ${index} of ${what} is not {kid, publicPem}`,
         } as const;
+        // Unusable, but a revocation it states still holds for its key under every other kid.
+        return saysRevoked(entry)
+          ? revokedByPem(failed, (entry as { publicPem?: unknown }).publicPem)
+          : failed;
       }
       return importPem(record.data.kid, record.data.publicPem, record.data);
     });

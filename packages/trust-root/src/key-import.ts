@@ -13,6 +13,11 @@ export type KeyImport =
       readonly kid?: string;
       readonly reason: RejectedKeyReason;
       readonly message: string;
+      /**
+       * The thumbprint of the P-256 key this unusable entry marks `revoked`: the entry is
+       * dropped, but its revocation still holds for the key under every other kid.
+       */
+      readonly revokes?: string;
     };
 
 // One kid rule for the trust root and pack.sig (pack-manifest's `kidProblem`): no control,
@@ -79,8 +84,23 @@ const SECRET_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
 
 const PEM = /^-----BEGIN PUBLIC KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PUBLIC KEY-----$/;
 
-/** One JWK from a JWKS: only a public EC P-256 key with a kid becomes a trusted key. */
+/**
+ * One JWK from a JWKS: only a public EC P-256 key with a kid becomes a trusted key. A JWK that
+ * is refused but says `revoked` still revokes its key (`revokes`).
+ */
 export function importJwk(raw: unknown): KeyImport {
+  const imported = importJwkEntry(raw);
+  if (imported.ok || !saysRevoked(raw)) return imported;
+  const record = raw as Record<string, unknown>;
+  return withRevocation(imported, () =>
+    createPublicKey({
+      key: { kty: 'EC', crv: 'P-256', x: record['x'] as string, y: record['y'] as string },
+      format: 'jwk',
+    }),
+  );
+}
+
+function importJwkEntry(raw: unknown): KeyImport {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, reason: 'invalid-key', message: 'a key entry is not a JSON object' };
   }
@@ -140,8 +160,64 @@ export function importJwk(raw: unknown): KeyImport {
   return finish(kid, key, meta.data, { x: jwk.data.x, y: jwk.data.y });
 }
 
-/** One `{kid: PEM}` entry, or a `{kid, publicPem}` record: an SPKI public P-256 key. */
+/**
+ * One `{kid: PEM}` entry, or a `{kid, publicPem}` record: an SPKI public P-256 key. A record that
+ * is refused but says `revoked` still revokes its key (`revokes`).
+ */
 export function importPem(kid: string, pem: unknown, metadata: unknown = {}): KeyImport {
+  const imported = importPemEntry(kid, pem, metadata);
+  return imported.ok || !saysRevoked(metadata) ? imported : revokedByPem(imported, pem);
+}
+
+/**
+ * `failed` with `revokes` set when `pem` is an SPKI P-256 public key: for an entry, such as a
+ * control-plane record whose kid is refused, that says `revoked` but cannot be used.
+ */
+export function revokedByPem(failed: KeyImport & { ok: false }, pem: unknown): KeyImport {
+  return withRevocation(failed, () => {
+    const match = typeof pem === 'string' ? PEM.exec(pem.trim()) : null;
+    if (match === null || match[1] === undefined) return undefined;
+    const der = Buffer.from(match[1].replace(/[\r\n]/g, ''), 'base64');
+    return createPublicKey({ key: der, format: 'der', type: 'spki' });
+  });
+}
+
+/**
+ * Whether an entry states a revocation: any `revoked` member but `false`. A revocation the source
+ * spelled wrongly (`"true"`, `1`) is still read as one: refusing a key is the safe reading.
+ */
+export function saysRevoked(record: unknown): boolean {
+  return (
+    typeof record === 'object' &&
+    record !== null &&
+    Object.hasOwn(record, 'revoked') &&
+    (record as { revoked?: unknown }).revoked !== false
+  );
+}
+
+function withRevocation(
+  failed: KeyImport & { ok: false },
+  readKey: () => KeyObject | undefined,
+): KeyImport {
+  let key: KeyObject | undefined;
+  try {
+    key = readKey();
+  } catch {
+    return failed;
+  }
+  if (
+    key === undefined ||
+    key.asymmetricKeyType !== 'ec' ||
+    key.asymmetricKeyDetails?.namedCurve !== 'prime256v1'
+  ) {
+    return failed;
+  }
+  const { x, y } = key.export({ format: 'jwk' });
+  if (typeof x !== 'string' || typeof y !== 'string') return failed;
+  return { ...failed, revokes: ecThumbprint({ crv: 'P-256', x, y }) };
+}
+
+function importPemEntry(kid: string, pem: unknown, metadata: unknown): KeyImport {
   const label = `key "${kid}"`;
   if (typeof pem !== 'string' || pem.length > TRUST_ROOT_LIMITS.maxPemLength) {
     return {

@@ -41,8 +41,13 @@ export function buildKeyRing(imports: readonly KeyImport[], options: KeyRingOpti
 
   // Revocation belongs to the key, not to one of its names: the same key listed under another kid
   // (an alias kept through a migration) is revoked too, or its holder would sign under that kid.
+  // An entry dropped as unusable (a date in another format, a kid the rule refuses) that says
+  // `revoked` revokes its key too: the revocation must not be dropped with the entry.
   const revokedThumbprints = new Set(
-    imports.flatMap((entry) => (entry.ok && entry.key.revoked ? [entry.key.thumbprint] : [])),
+    imports.flatMap((entry) => {
+      if (entry.ok) return entry.key.revoked ? [entry.key.thumbprint] : [];
+      return entry.revokes === undefined ? [] : [entry.revokes];
+    }),
   );
 
   const pins = new Set(options.pins);
