@@ -314,6 +314,8 @@ interface QueuedDelta {
   frame: { type: string; runId: string; seq: number; delta: string };
   parts: string[];
   bytes: number;
+  /** Characters of delta in `parts`. */
+  chars: number;
 }
 
 type Queued = QueuedLine | QueuedDelta;
@@ -331,6 +333,31 @@ export interface FrameWriterOptions {
 }
 
 const BATCH_BYTES = 32 * 1024;
+
+/** The most bytes one UTF-16 code unit takes in a frame: `\u0001`, a lone `\ud800`, `\u2028`. */
+const MAX_JSON_BYTES_PER_UNIT = 6;
+/** Bytes of a delta frame besides its strings: keys, punctuation, a `seq` of up to 16 digits. */
+const DELTA_FRAME_FIXED_BYTES = 64;
+
+/**
+ * The most bytes a delta frame of `type` and `runId` with `deltaChars` characters of delta can
+ * encode to, whatever the characters (a scrubbed secret only shrinks: each is at least as long as
+ * six one-byte characters and becomes a ten-byte marker).
+ */
+export function maxDeltaFrameBytes(type: string, runId: string, deltaChars: number): number {
+  return (
+    MAX_JSON_BYTES_PER_UNIT * (deltaChars + type.length + runId.length) + DELTA_FRAME_FIXED_BYTES
+  );
+}
+
+/** The longest delta (in UTF-16 code units) a frame of `type` and `runId` surely carries under `maxFrameBytes`. */
+export function maxDeltaChars(type: string, runId: string, maxFrameBytes: number): number {
+  return Math.floor(
+    (maxFrameBytes - DELTA_FRAME_FIXED_BYTES) / MAX_JSON_BYTES_PER_UNIT -
+      type.length -
+      runId.length,
+  );
+}
 
 /**
  * Writes frames to a byte stream, respecting `drain`. Consecutive text or thinking deltas of one
@@ -388,8 +415,11 @@ export class FrameWriter {
 
   /**
    * Queues a delta for `type`/`runId`, merging it into the last queued frame when that frame is
-   * a not-yet-written delta of the same type and run. `makeFrame` is called only when a new frame
-   * is needed (so the caller spends a `seq` only then). Returns whether a new frame was queued.
+   * a not-yet-written delta of the same type and run and the merged frame surely stays under the
+   * cap. `makeFrame` is called only when a new frame is needed (so the caller spends a `seq` only
+   * then). Returns whether a new frame was queued. A delta whose frame is over the cap throws
+   * `ERR_FRAME_TOO_LARGE` here, before `makeFrame`, with nothing queued: the frame is encoded
+   * only when written, where a throw would reach no caller.
    */
   writeDelta(
     type: string,
@@ -404,16 +434,26 @@ export class FrameWriter {
       last.kind === 'delta' &&
       last.frame.type === type &&
       last.frame.runId === runId &&
-      last.bytes + delta.length <= this.#maxCoalescedBytes
+      last.bytes + delta.length <= this.#maxCoalescedBytes &&
+      maxDeltaFrameBytes(type, runId, last.chars + delta.length) <= this.#maxFrameBytes
     ) {
       last.parts.push(delta);
       last.bytes += delta.length;
+      last.chars += delta.length;
       this.#queuedBytes += delta.length;
       return false;
     }
+    if (maxDeltaFrameBytes(type, runId, delta.length) > this.#maxFrameBytes) {
+      // Could be over: measure it exactly, with the longest `seq` it may get.
+      encodeFrame(
+        { type, runId, seq: Number.MAX_SAFE_INTEGER, delta },
+        this.#maxFrameBytes,
+        this.#scrub,
+      );
+    }
     const frame = makeFrame();
     const bytes = delta.length + 64;
-    this.#queue.push({ kind: 'delta', frame, parts: [delta], bytes });
+    this.#queue.push({ kind: 'delta', frame, parts: [delta], bytes, chars: delta.length });
     this.#queuedBytes += bytes;
     this.#schedule();
     return true;

@@ -49,12 +49,13 @@ export function capPayload(value: unknown): { value?: unknown; truncated: boolea
   return { value: capString(json, MAX_TOOL_PAYLOAD), truncated: true };
 }
 
-export function splitDelta(delta: string): string[] {
-  if (delta.length <= MAX_DELTA_PIECE) return [delta];
+/** `delta` in pieces of at most `maxPiece` (default `HOST_LIMITS.deltaPieceChars`, at least 2) characters, never between a surrogate pair. */
+export function splitDelta(delta: string, maxPiece: number = MAX_DELTA_PIECE): string[] {
+  if (delta.length <= maxPiece) return [delta];
   const pieces: string[] = [];
   let start = 0;
   while (start < delta.length) {
-    let end = Math.min(start + MAX_DELTA_PIECE, delta.length);
+    let end = Math.min(start + maxPiece, delta.length);
     const code = delta.charCodeAt(end - 1);
     if (end < delta.length && code >= 0xd800 && code <= 0xdbff) end -= 1;
     pieces.push(delta.slice(start, end));

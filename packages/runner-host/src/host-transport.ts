@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { FrameWriter, readFrames, type InputBudget } from './codec.js';
+import { FrameWriter, maxDeltaChars, readFrames, type InputBudget } from './codec.js';
 import type { LogLevel } from './frames.js';
 import type { HostTimers, RunnerHostLogEntry } from './host.js';
 import { HOST_LIMITS, capString, splitDelta } from './host-limits.js';
@@ -152,11 +152,33 @@ export class HostTransport {
    * for a new frame.
    */
   sendDelta(run: NumberedRun, type: 'text' | 'thinking', delta: string): void {
-    for (const piece of splitDelta(delta)) {
-      this.#writer.writeDelta(type, run.runId, piece, () => {
-        run.seq += 1;
-        return { type, runId: run.runId, seq: run.seq, delta: '' };
-      });
+    // Pieces short enough to fit the frame cap whatever their characters (JSON may spend six
+    // bytes on one): under a small `maxFrameBytes` an engine's text is sent in more frames, never
+    // in one the writer cannot encode.
+    const fits = maxDeltaChars(type, run.runId, this.#options.maxFrameBytes);
+    if (fits < 2) {
+      this.log(
+        'error',
+        `dropped a ${type} delta: maxFrameBytes (${this.#options.maxFrameBytes}) leaves no room for one`,
+        'invalid_frame',
+        run.runId,
+      );
+      return;
+    }
+    for (const piece of splitDelta(delta, Math.min(HOST_LIMITS.deltaPieceChars, fits))) {
+      try {
+        this.#writer.writeDelta(type, run.runId, piece, () => {
+          run.seq += 1;
+          return { type, runId: run.runId, seq: run.seq, delta: '' };
+        });
+      } catch (error) {
+        this.log(
+          'error',
+          `dropped an outgoing frame: ${(error as Error).message}`,
+          'invalid_frame',
+          run.runId,
+        );
+      }
     }
   }
 
