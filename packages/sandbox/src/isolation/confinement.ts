@@ -99,7 +99,7 @@ async function resolvePolicy(
   const readOnlyPaths: string[] = [];
   for (const path of extra)
     readOnlyPaths.push(await resolveFolder('readOnlyPaths entry', path, true));
-  return {
+  const resolved: ResolvedPolicy = {
     readOnlyPaths,
     packDir,
     workspace,
@@ -107,6 +107,44 @@ async function resolvePolicy(
     workspaceWritable: policy.fileAccess !== 'read-only',
     allowed,
   };
+  assertNothingShownInsideWritable(resolved);
+  return resolved;
+}
+
+/**
+ * bwrap binds every folder of the policy by its host path, again at every command. A folder the
+ * walls show that lies inside one they make writable (the pack in `<workspace>/packs/p`, an engine
+ * CLI in the workspace's `node_modules`, a workspace under `<state>/engine`) can be swapped by
+ * confined code between two commands: it renames a folder on the way and plants a relative link
+ * in its place, which leads on the host to a host folder (the bind's source) and inside the new
+ * root to a folder that root has (its destination): the next command would see, and for a
+ * workspace write, the host's `/tmp`, `/run` (with its sockets) or `/etc`. Checking the paths
+ * before each command would leave a race with a confined process still running (another
+ * session's), so the layout is refused up front, whatever the depth.
+ */
+function assertNothingShownInsideWritable(policy: ResolvedPolicy): void {
+  const writable: [string, string][] = [
+    ['the engine state folder', policy.engineStateDir],
+    ...(policy.workspaceWritable ? [['the workspace', policy.workspace] as [string, string]] : []),
+  ];
+  const shown: [string, string][] = [
+    ['the pack folder', policy.packDir],
+    ['the workspace', policy.workspace],
+    ['the engine state folder', policy.engineStateDir],
+    ...policy.readOnlyPaths.map((path): [string, string] => ['the read-only path', path]),
+  ];
+  for (const [outerLabel, outer] of writable)
+    for (const [label, folder] of shown)
+      if (folder !== outer && isWithin(folder, outer))
+        throw policyError(
+          `${label} ${folder} lies inside ${outerLabel} ${outer}, which confined code may write: ` +
+            `it could replace a folder on the way with a link, and the next command's walls would ` +
+            `show whatever that link leads to. Keep ${label} outside ${outerLabel}` +
+            (label === 'the pack folder'
+              ? ' (or require a signed pack: its verified copy lives in the state folder)'
+              : '') +
+            (outerLabel === 'the workspace' ? ', or declare read-only file access' : ''),
+        );
 }
 
 /**
@@ -430,6 +468,7 @@ async function startConfinement(
     proxyEvents: proxy ? proxy.events : [],
     allowModelOrigin(origin: string) {
       modelOrigin = originOf(origin);
+      proxy?.revalidate();
     },
     admitOrigin(origin: string) {
       const parsed = originOf(origin);
@@ -442,7 +481,11 @@ async function startConfinement(
         if (released) return;
         released = true;
         entry.holders -= 1;
-        if (entry.holders === 0 && admitted.get(key) === entry) admitted.delete(key);
+        if (entry.holders === 0 && admitted.get(key) === entry) {
+          admitted.delete(key);
+          // Tunnels opened while it was admitted end with the admission.
+          proxy?.revalidate();
+        }
       };
     },
     async close() {

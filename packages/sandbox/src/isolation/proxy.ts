@@ -57,7 +57,20 @@ export interface HostProxy {
   readonly socketPath: string;
   /** The most recent decisions, oldest first (bounded by `ISOLATION_LIMITS.proxyLogEntries`). */
   readonly events: readonly ProxyEvent[];
+  /**
+   * Closes every established connection whose target `allowed` no longer admits. Call it when an
+   * origin is withdrawn: the list is read for each new connection, and a tunnel opened while the
+   * origin was admitted would otherwise outlive it (a process a turn left behind keeps it).
+   */
+  revalidate(): void;
   close(): Promise<void>;
+}
+
+/** An established proxied connection and where it leads. */
+interface OpenTunnel {
+  target: ProxyTarget;
+  client: Socket;
+  upstream: Socket;
 }
 
 const REQUEST_LINE = /^([A-Z]{1,20}) ([\x21-\x7e]{1,8192}) HTTP\/1\.[01]$/;
@@ -247,6 +260,7 @@ function handleConnection(
   client: Socket,
   options: Required<HostProxyOptions>,
   record: (event: Omit<ProxyEvent, 'at'>) => void,
+  tunnels: Set<OpenTunnel>,
 ): void {
   let headDone = false;
   client.on('error', () => client.destroy());
@@ -269,7 +283,7 @@ function handleConnection(
       reply(client, '431 Request Header Fields Too Large', 'request head too large');
       return;
     }
-    void forward(client, step.head, step.rest, options, record);
+    void forward(client, step.head, step.rest, options, record, tunnels);
   };
   client.on('data', onData);
   // A client that ends before its head is complete gets nothing, at once (not at the timeout).
@@ -287,6 +301,7 @@ async function forward(
   rest: Buffer,
   options: Required<HostProxyOptions>,
   record: (event: Omit<ProxyEvent, 'at'>) => void,
+  tunnels: Set<OpenTunnel>,
 ): Promise<void> {
   const parsed = parseHead(head);
   if ('malformed' in parsed) {
@@ -311,6 +326,12 @@ async function forward(
     return;
   }
   if (client.destroyed) return;
+  // Resolving took time: the origin may have been withdrawn meanwhile.
+  if (!isAllowedTarget(parsed.target, options.allowed())) {
+    record({ target, verdict: 'denied', reason: 'origin not allowed any more' });
+    reply(client, '403 Forbidden', `${target} is not an allowed origin`);
+    return;
+  }
   const upstream = connectTcp({ host: resolved.address, port: parsed.target.port });
   const connectTimer = setTimeout(
     () => upstream.destroy(new Error('upstream connect timed out')),
@@ -334,6 +355,17 @@ async function forward(
   upstream.once('connect', () => {
     established = true;
     clearTimeout(connectTimer);
+    // Withdrawn while connecting: nothing is relayed.
+    if (!isAllowedTarget(parsed.target, options.allowed())) {
+      record({ target, verdict: 'denied', reason: 'origin not allowed any more' });
+      client.destroy();
+      upstream.destroy();
+      return;
+    }
+    const tunnel: OpenTunnel = { target: parsed.target, client, upstream };
+    tunnels.add(tunnel);
+    upstream.once('close', () => tunnels.delete(tunnel));
+    client.once('close', () => tunnels.delete(tunnel));
     record({ target, verdict: 'allowed' });
     for (const socket of [client, upstream]) {
       socket.setTimeout(ISOLATION_LIMITS.idleTimeoutMs, () => {
@@ -370,10 +402,11 @@ export async function startHostProxy(
     if (events.length > ISOLATION_LIMITS.proxyLogEntries) events.shift();
   };
   const sockets = new Set<Socket>();
+  const tunnels = new Set<OpenTunnel>();
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
-    handleConnection(client, settled, record);
+    handleConnection(client, settled, record, tunnels);
   });
   server.maxConnections = ISOLATION_LIMITS.maxConnections;
   await new Promise<void>((resolve, reject) => {
@@ -387,6 +420,20 @@ export async function startHostProxy(
   return {
     socketPath,
     events,
+    revalidate() {
+      const allowed = [...settled.allowed()];
+      for (const tunnel of [...tunnels]) {
+        if (isAllowedTarget(tunnel.target, allowed)) continue;
+        tunnels.delete(tunnel);
+        record({
+          target: formatTarget(tunnel.target),
+          verdict: 'denied',
+          reason: 'origin withdrawn: connection closed',
+        });
+        tunnel.client.destroy();
+        tunnel.upstream.destroy();
+      }
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
