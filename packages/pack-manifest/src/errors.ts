@@ -13,7 +13,8 @@ export type PackManifestErrorCode =
    * `agent.yaml` is not valid UTF-8, not YAML, more than one YAML document, or YAML the loader
    * does not interpret: a duplicate key (also `1` and `"1"`), a collection or alias as a key, an
    * unknown tag or one outside the YAML 1.2 core schema (`!!binary`, `!!merge`…), a `<<` key, an
-   * alias inside the collection it names, `.nan` / `.inf`, more than 100 aliases.
+   * alias inside the collection it names, `.nan` / `.inf`, more than 100 aliases, a `%YAML`
+   * directive naming another version than 1.2.
    */
   | 'ERR_MANIFEST_YAML'
   /**
@@ -47,6 +48,11 @@ export type PackManifestErrorCode =
    * which it does not list from.
    */
   | 'ERR_PACK_SEARCH_SYMLINK'
+  /**
+   * `listInstalledPacks`: the workspace's `.packwarden/agents` or `$PACKWARDEN_HOME/agents` holds
+   * more pack names than `maxPacks`; a shorter list would leave out a pack that runs by name.
+   */
+  | 'ERR_PACK_LIST_TOO_LARGE'
   /**
    * A yes/no variable (`PACKWARDEN_REQUIRE_SIGNED_PACK`…) holds something other than 1, true,
    * yes, on, 0, false, no, off: refused rather than read as "off".

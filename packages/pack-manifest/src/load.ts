@@ -167,7 +167,7 @@ export function parsePackManifest(text: string, options: ParseManifestOptions = 
       { file, issues },
     );
   }
-  const keyIssue = findNodeProblem(doc);
+  const keyIssue = versionProblem(doc, source) ?? findNodeProblem(doc);
   if (keyIssue !== undefined) {
     const issue = { field: '', message: keyIssue.message, ...at(keyIssue.offset) };
     throw new PackManifestError(
@@ -250,6 +250,25 @@ function tooDeep(file: string): PackManifestError {
       issues: [{ field: '', message: `nested more than ${MANIFEST_MAX_NESTING} levels deep` }],
     },
   );
+}
+
+/**
+ * A `%YAML` directive naming another version than 1.2. The library reads a `%YAML 1.1` document
+ * with the schema it is given (core, YAML 1.2), so `off`, `0777` and `0b1` were the string "off",
+ * 777 and the string "0b1" here, and false, 511 and 1 to every reader that honours the directive:
+ * one signed file, two manifests.
+ */
+function versionProblem(
+  doc: Document,
+  source: string,
+): { message: string; offset?: number } | undefined {
+  const declared = doc.directives?.yaml;
+  if (declared === undefined || !declared.explicit || declared.version === '1.2') return undefined;
+  const offset = /^%YAML[ \t]/m.exec(source)?.index;
+  return {
+    message: `a %YAML ${declared.version} directive is not allowed: agent.yaml is read as YAML 1.2 (remove the directive, or write %YAML 1.2)`,
+    ...(offset === undefined ? {} : { offset }),
+  };
 }
 
 // The tags of the YAML 1.2 core schema, and `!` (a quoted scalar's non-specific tag). The library

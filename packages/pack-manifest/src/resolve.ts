@@ -174,7 +174,10 @@ export interface InstalledPack {
 }
 
 export interface ListInstalledPacksOptions extends ResolvePackOptions {
-  /** Stop after this many pack folders per location. Default 10,000. */
+  /**
+   * Pack names one location (the workspace's `.packwarden/agents`, `$PACKWARDEN_HOME/agents`)
+   * may hold; more is `ERR_PACK_LIST_TOO_LARGE`, never a shorter list. Default 10,000.
+   */
   maxPacks?: number;
 }
 
@@ -183,16 +186,41 @@ export interface ListInstalledPacksOptions extends ResolvePackOptions {
  * `resolvePack` judges them (`stat`, which follows a symlink), not by their directory entry's
  * type: listing only real folders left out a symlink there, which `resolvePack` follows, so
  * `pack verify --installed` never checked the pack a name actually runs.
+ *
+ * Never a shorter list than `resolvePack` can reach: a list cut at `maxPacks` let 10,000 files
+ * named before a pack push it out of `pack verify --installed` while the name still ran it, and
+ * a folder that could not be read (search permission without read permission) listed as empty.
+ * Only a folder that is not there, or a path through a file, lists nothing: `resolvePack` finds
+ * nothing through it either.
  */
 async function listNames(dir: string, maxPacks: number): Promise<string[]> {
+  let entries: string[];
   try {
-    return (await readdir(dir)).filter(isPackName).sort().slice(0, maxPacks);
-  } catch {
-    return [];
+    entries = await readdir(dir);
+  } catch (cause) {
+    const code = (cause as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    throw new PackManifestError(
+      'ERR_MANIFEST_IO',
+      `cannot list ${dir}: ${(cause as Error).message}; a pack there could still run by name, so nothing is listed`,
+      { file: dir, cause },
+    );
   }
+  const names = entries.filter(isPackName);
+  if (names.length > maxPacks) {
+    throw new PackManifestError(
+      'ERR_PACK_LIST_TOO_LARGE',
+      `${dir} holds more than ${maxPacks} pack names; listing some would leave out packs that run by name: remove what is not a pack there`,
+      { file: dir },
+    );
+  }
+  return names.sort();
 }
 
-/** Lists packs in the workspace and in `$PACKWARDEN_HOME`; broken entries carry a `problem`. */
+/**
+ * Lists packs in the workspace and in `$PACKWARDEN_HOME`; broken entries carry a `problem`. A
+ * location it cannot list completely throws (`ERR_MANIFEST_IO`, `ERR_PACK_LIST_TOO_LARGE`).
+ */
 export async function listInstalledPacks(
   options: ListInstalledPacksOptions = {},
 ): Promise<InstalledPack[]> {

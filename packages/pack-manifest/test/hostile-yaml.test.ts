@@ -243,6 +243,13 @@ describe('YAML that is not plain JSON data, or means two things (review: non-cor
       /!!binary/,
     ],
     ['.nan (null in JSON)', `${HEAD}spec:\n  x: .nan\n`, /JSON number/],
+    // A document that declares YAML 1.1 was read as YAML 1.2 anyway: "off" and 777 here, false
+    // and 511 to every reader that honours the directive (or reads YAML 1.1 by default).
+    [
+      'a %YAML 1.1 directive, read as YAML 1.2',
+      `%YAML 1.1\n---\n${HEAD}spec:\n  sandbox: off\n  mode: 0777\n  name: 0b1\n`,
+      /%YAML 1\.1/,
+    ],
   ];
 
   test.each(cases)(
@@ -263,6 +270,11 @@ describe('YAML that is not plain JSON data, or means two things (review: non-cor
       expect(readdirSync(dir)).toEqual(['agent.yaml']);
     },
   );
+
+  test('a %YAML 1.2 directive, the version packwarden reads, still loads', () => {
+    const manifest = parsePackManifest(`%YAML 1.2\n---\n${HEAD}spec:\n  sandbox: off\n`);
+    expect(manifest.spec).toEqual({ sandbox: 'off' });
+  });
 
   test('core tags, shared aliases and a quoted "<" key still load, and stringify', () => {
     const manifest = parsePackManifest(

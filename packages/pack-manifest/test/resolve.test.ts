@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -255,6 +255,72 @@ describe('listInstalledPacks', () => {
     ]);
     for (const pack of packs)
       expect(pack.dir).toBe((await resolvePack(pack.name, { cwd, env })).dir);
+  });
+
+  test('a location with more pack names than maxPacks is refused, never listed short (a shadowing pack would go unchecked)', async () => {
+    // A workspace (a pull request) filled .packwarden/agents with 10,000 empty files whose names
+    // sort before "code-reviewer": the listing stopped after them, so `pack verify --installed`
+    // checked only the locked install in $PACKWARDEN_HOME while the name ran the workspace's pack.
+    const cwd = temp();
+    const home = temp();
+    install(home, 'code-reviewer', ['1.0.0'], '1.0.0');
+    const agents = join(cwd, '.packwarden', 'agents');
+    mkdirSync(agents, { recursive: true });
+    for (let i = 0; i < 10_000; i++) writeFileSync(join(agents, `a-${i}`), '');
+    writePack(join(agents, 'code-reviewer'), 'code-reviewer', '6.6.6');
+    const env = { PACKWARDEN_HOME: home };
+    const runs = await resolvePack('code-reviewer', { cwd, env });
+    expect(runs).toMatchObject({ source: 'workspace', dir: join(agents, 'code-reviewer') });
+    const error = await refusal(listInstalledPacks({ cwd, env }));
+    expect(error.code).toBe('ERR_PACK_LIST_TOO_LARGE');
+    expect(error.file).toBe(agents);
+    // The same bound for $PACKWARDEN_HOME, and a smaller one given by the caller.
+    const small = await refusal(
+      listInstalledPacks({ cwd: temp(), env: { PACKWARDEN_HOME: home }, maxPacks: 0 }),
+    );
+    expect(small.code).toBe('ERR_PACK_LIST_TOO_LARGE');
+    expect(small.file).toBe(join(home, 'agents'));
+    // Within the bound, the shadowing pack is listed: the one the name runs.
+    const listed = await listInstalledPacks({ cwd, env, maxPacks: 10_001 });
+    expect(listed.filter((pack) => pack.name === 'code-reviewer').map((pack) => pack.dir)).toEqual([
+      runs.dir,
+      join(home, 'agents', 'code-reviewer', '1.0.0'),
+    ]);
+  });
+
+  test('a workspace agents folder that can be searched but not read is refused, never listed as empty', async () => {
+    const cwd = temp();
+    const home = temp();
+    install(home, 'code-reviewer', ['1.0.0'], '1.0.0');
+    const agents = join(cwd, '.packwarden', 'agents');
+    writePack(join(agents, 'code-reviewer'), 'code-reviewer', '6.6.6');
+    const env = { PACKWARDEN_HOME: home };
+    let outcome: { source?: string; code?: string; file?: string };
+    if (process.getuid?.() !== 0) {
+      chmodSync(agents, 0o311);
+      try {
+        const { source } = await resolvePack('code-reviewer', { cwd, env });
+        const error = await refusal(listInstalledPacks({ cwd, env }));
+        outcome = { source, code: error.code, file: error.file };
+      } finally {
+        chmodSync(agents, 0o755);
+      }
+    } else {
+      // Root reads every folder: both calls run as nobody, on the built package, over trees
+      // nobody owns, with the agents folder searchable but not readable to it.
+      for (const dir of [cwd, home]) execFileSync('chown', ['-R', '65534:65534', dir]);
+      chmodSync(agents, 0o311);
+      const entry = join(import.meta.dirname, '..', 'dist', 'resolve-entry.js');
+      const args = JSON.stringify({ cwd, env });
+      const script = `import(${JSON.stringify(entry)}).then(async (m) => { const o = ${args}; const { source } = await m.resolvePack('code-reviewer', o); const e = await m.listInstalledPacks(o).then(() => ({}), (e) => e); console.log(JSON.stringify({ source, code: e.code, file: e.file })); })`;
+      const out = execFileSync(
+        'setpriv',
+        ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, '-e', script],
+        { encoding: 'utf8' },
+      );
+      outcome = JSON.parse(out) as typeof outcome;
+    }
+    expect(outcome).toEqual({ source: 'workspace', code: 'ERR_MANIFEST_IO', file: agents });
   });
 
   test('an empty or missing home lists nothing', async () => {
