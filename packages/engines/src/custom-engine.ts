@@ -230,10 +230,15 @@ export async function loadCustomEngine(
     });
   }
 
+  // Processes asked to go, until they are gone: no new process starts before they are (a turn
+  // that narrows the file access must not run while the wider walls' process still does, and
+  // `dispose()` may take up to killGraceMs, or never answer).
+  let retiring: Promise<unknown> = Promise.resolve();
   function retire(): void {
     const previous = current;
     current = undefined;
-    if (previous !== undefined) void previous.process.dispose(killGraceMs);
+    if (previous !== undefined)
+      retiring = Promise.all([retiring, previous.process.dispose(killGraceMs)]);
   }
 
   // Turns may arrive together (socket mode): one start at a time, so no process is orphaned.
@@ -255,6 +260,7 @@ export async function loadCustomEngine(
       )
         return current;
       retire();
+      await retiring;
       current = {
         process: await start(runtime, fileAccess),
         workspaceRoot: runtime.workspaceRoot,
@@ -480,7 +486,7 @@ export async function loadCustomEngine(
     async dispose() {
       const engine = current;
       current = undefined;
-      await engine?.process.dispose(killGraceMs);
+      await Promise.all([retiring, engine?.process.dispose(killGraceMs)]);
     },
   };
 }

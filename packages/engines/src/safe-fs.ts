@@ -1,5 +1,5 @@
 import { constants, realpathSync } from 'node:fs';
-import { lstat, mkdir, open, realpath, unlink } from 'node:fs/promises';
+import { lstat, mkdir, open, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { readBoundedFile } from '@packwarden/pack-manifest/fs';
 
@@ -29,15 +29,100 @@ function errno(error: unknown): string | undefined {
 }
 
 /**
- * `<root>/<segments...>` as a real folder, creating what is missing. `root` is trusted (the
- * embedder's workspace or state dir); each segment below it must be a real folder, never a link.
+ * A folder held open, found without following a link. Names below it resolve against the open
+ * folder itself, whatever happens to its path afterwards: someone who can write the workspace
+ * (a confined engine process, alive between turns) may swap a checked folder for a symlink before
+ * the next write, and a path checked then written would follow it out of the walls.
  */
-export async function ensureDirNoFollow(
+export interface HeldDir {
+  /** The folder's path (real), for messages and for what engines are told. */
+  readonly path: string;
+  /**
+   * Where names below it resolve: on Linux `/proc/self/fd/<fd>`, the kernel's link to the open
+   * folder (`openat(2)`, which Node lacks); elsewhere, where packwarden has no walls to escape
+   * (docs/sandbox.md), the path itself.
+   */
+  readonly at: string;
+  close(): Promise<void>;
+}
+
+const HOLD_BY_FD = process.platform === 'linux';
+const DIR_NO_FOLLOW =
+  constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** A name a held folder may resolve: one plain segment (`path.join` would fold `..` away). */
+function plainName(dir: HeldDir, name: string): string {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0'))
+    throw new UnsafePathError(`${JSON.stringify(name)} is not a plain name inside ${dir.path}`);
+  return name;
+}
+
+/** Opens `<at>/<name>` as a folder, never through a link; undefined when it does not exist. */
+async function openDirAt(at: string, name: string, shown: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(join(at, name), DIR_NO_FOLLOW);
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return undefined;
+    if (errno(error) !== 'ELOOP' && errno(error) !== 'ENOTDIR') throw error;
+    // Linux answers ENOTDIR for a link opened as a folder without following it: say which.
+    const link = await lstat(join(at, name)).then(
+      (info) => info.isSymbolicLink(),
+      () => false,
+    );
+    throw new UnsafePathError(
+      link ? `${shown} is a symbolic link; refusing to follow it` : `${shown} is not a folder`,
+    );
+  }
+}
+
+/**
+ * `<root>/<segments...>` as a real folder, created where missing, and held open ({@link HeldDir}).
+ * `root` is trusted (the embedder's workspace or state dir); each segment below it must be a real
+ * folder, never a link, and each is opened from the one above it, so no swap of a folder on the
+ * way after its check can lead anywhere else. The caller closes it.
+ */
+export async function holdDirNoFollow(
   root: string,
   segments: readonly string[],
   mode = 0o755,
-): Promise<string> {
+): Promise<HeldDir> {
   let current = await realpath(root);
+  if (!HOLD_BY_FD) {
+    current = await walkDirNoFollow(current, segments, mode);
+    return { path: current, at: current, close: async () => {} };
+  }
+  let handle = await open(current, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    for (const segment of segments) {
+      const at = `/proc/self/fd/${handle.fd}`;
+      const shown = join(current, segment);
+      let next = await openDirAt(at, segment, shown);
+      if (next === undefined) {
+        await mkdir(join(at, segment), { mode }).catch((error: unknown) => {
+          if (errno(error) !== 'EEXIST') throw error;
+        });
+        next = await openDirAt(at, segment, shown);
+        if (next === undefined) throw new UnsafePathError(`${shown} vanished while made; refusing`);
+      }
+      await handle.close();
+      handle = next;
+      current = shown;
+    }
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  const held = handle;
+  return { path: current, at: `/proc/self/fd/${held.fd}`, close: () => held.close() };
+}
+
+/** The path walk of {@link holdDirNoFollow} where folders cannot be held by descriptor. */
+async function walkDirNoFollow(
+  start: string,
+  segments: readonly string[],
+  mode: number,
+): Promise<string> {
+  let current = start;
   for (const segment of segments) {
     current = join(current, segment);
     let info = await lstat(current).catch((error: unknown) => {
@@ -58,19 +143,43 @@ export async function ensureDirNoFollow(
 }
 
 /**
- * Writes `data` as a fresh regular file at `path` (its folder already checked). An existing
- * regular file is replaced, never written through (it may be a hard link to a file elsewhere);
- * a symlink, folder or anything else there refuses.
+ * `<root>/<segments...>` as a real folder, creating what is missing ({@link holdDirNoFollow},
+ * released at once): for folders handed to others by path, such as the engine state.
  */
-export async function writeFileNoFollow(path: string, data: string | Uint8Array): Promise<void> {
+export async function ensureDirNoFollow(
+  root: string,
+  segments: readonly string[],
+  mode = 0o755,
+): Promise<string> {
+  const held = await holdDirNoFollow(root, segments, mode);
+  await held.close();
+  return held.path;
+}
+
+/**
+ * Writes `data` as a fresh regular file `name` in the held folder `dir`. An existing regular file
+ * is replaced, never written through (it may be a hard link to a file elsewhere); a symlink,
+ * folder or anything else there refuses, and so does a folder removed meanwhile.
+ */
+export async function writeFileNoFollow(
+  dir: HeldDir,
+  name: string,
+  data: string | Uint8Array,
+): Promise<void> {
+  const path = join(dir.at, plainName(dir, name));
+  const shown = join(dir.path, name);
   const existing = await lstat(path).catch((error: unknown) => {
     if (errno(error) === 'ENOENT') return undefined;
     throw error;
   });
   if (existing !== undefined) {
     if (!existing.isFile())
-      throw new UnsafePathError(`${path} exists and is not a regular file; refusing to replace it`);
-    await unlink(path);
+      throw new UnsafePathError(
+        `${shown} exists and is not a regular file; refusing to replace it`,
+      );
+    await unlink(path).catch((error: unknown) => {
+      if (errno(error) !== 'ENOENT') throw error;
+    });
   }
   const handle = await open(
     path,
@@ -78,7 +187,9 @@ export async function writeFileNoFollow(path: string, data: string | Uint8Array)
     0o644,
   ).catch((error: unknown) => {
     if (errno(error) === 'EEXIST' || errno(error) === 'ELOOP')
-      throw new UnsafePathError(`${path} appeared while writing it; refusing`);
+      throw new UnsafePathError(`${shown} appeared while writing it; refusing`);
+    if (errno(error) === 'ENOENT')
+      throw new UnsafePathError(`${dir.path} was removed while writing ${name}; refusing`);
     throw error;
   });
   try {

@@ -2,7 +2,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CustomEngineManifest } from './custom-manifest.js';
 import type { PackContent } from './pack-content.js';
-import { UnsafePathError, ensureDirNoFollow, writeFileNoFollow } from './safe-fs.js';
+import { UnsafePathError, holdDirNoFollow, writeFileNoFollow, type HeldDir } from './safe-fs.js';
 
 /** The rules file's name when `workspaceSync.rulesFile` is absent (README: "workspaceSync"). */
 export const DEFAULT_RULES_FILE = 'AGENTS.md';
@@ -39,7 +39,10 @@ function spend(budget: Budget, bytes: number): void {
     );
 }
 
-/** Copies a skill folder of the (verified, read-only) pack; links in it are not copied. */
+/**
+ * Copies a skill folder of the (verified, read-only) pack; links in it are not copied. Each
+ * destination folder is held open while its files are written (safe-fs.ts, HeldDir).
+ */
 async function copySkill(
   source: string,
   workspace: string,
@@ -49,16 +52,31 @@ async function copySkill(
 ): Promise<void> {
   if (depth > WORKSPACE_SYNC_LIMITS.maxDepth)
     throw new UnsafePathError(`a skill nests deeper than ${WORKSPACE_SYNC_LIMITS.maxDepth}`);
-  const dest = await ensureDirNoFollow(workspace, destSegments);
-  for (const name of (await readdir(source)).sort()) {
-    const from = join(source, name);
-    const info = await lstat(from);
-    if (info.isDirectory()) {
-      await copySkill(from, workspace, [...destSegments, name], budget, depth + 1);
-    } else if (info.isFile()) {
-      spend(budget, info.size);
-      await writeFileNoFollow(join(dest, name), await readFile(from));
+  await withHeldDir(workspace, destSegments, async (dest) => {
+    for (const name of (await readdir(source)).sort()) {
+      const from = join(source, name);
+      const info = await lstat(from);
+      if (info.isDirectory()) {
+        await copySkill(from, workspace, [...destSegments, name], budget, depth + 1);
+      } else if (info.isFile()) {
+        spend(budget, info.size);
+        await writeFileNoFollow(dest, name, await readFile(from));
+      }
     }
+  });
+}
+
+/** Runs `use` with `<workspace>/<segments...>` held open, and releases it whatever happens. */
+async function withHeldDir<T>(
+  workspace: string,
+  segments: readonly string[],
+  use: (dir: HeldDir) => Promise<T>,
+): Promise<T> {
+  const dir = await holdDirNoFollow(workspace, segments);
+  try {
+    return await use(dir);
+  } finally {
+    await dir.close();
   }
 }
 
@@ -74,27 +92,31 @@ export async function syncWorkspace(
   content: PackContent,
 ): Promise<SyncedPaths> {
   const base = sync.dir.replace(/^\.\//, '').split('/');
-  const dir = await ensureDirNoFollow(workspaceRoot, base);
   const budget: Budget = { files: 0, bytes: 0 };
   const paths: SyncedPaths = {};
-  if (sync.includeRules !== false) {
-    if (content.systemPrompt !== undefined) {
-      const rulesFilePath = join(dir, sync.rulesFile ?? DEFAULT_RULES_FILE);
+  await withHeldDir(workspaceRoot, base, async (held) => {
+    if (sync.includeRules !== false && content.systemPrompt !== undefined) {
+      const rulesFile = sync.rulesFile ?? DEFAULT_RULES_FILE;
       spend(budget, Buffer.byteLength(content.systemPrompt));
-      await writeFileNoFollow(rulesFilePath, content.systemPrompt);
-      paths.rulesFilePath = rulesFilePath;
+      await writeFileNoFollow(held, rulesFile, content.systemPrompt);
+      paths.rulesFilePath = join(held.path, rulesFile);
     }
-    if (content.rules.length > 0) {
-      const rulesDir = await ensureDirNoFollow(workspaceRoot, [...base, 'rules']);
+  });
+  if (sync.includeRules !== false && content.rules.length > 0) {
+    paths.rulesDir = await withHeldDir(workspaceRoot, [...base, 'rules'], async (rulesDir) => {
       for (const rule of content.rules) {
         spend(budget, Buffer.byteLength(rule.text));
-        await writeFileNoFollow(join(rulesDir, rule.name), rule.text);
+        await writeFileNoFollow(rulesDir, rule.name, rule.text);
       }
-      paths.rulesDir = rulesDir;
-    }
+      return rulesDir.path;
+    });
   }
   if (sync.includeSkills !== false && content.skills.length > 0) {
-    paths.skillsDir = await ensureDirNoFollow(workspaceRoot, [...base, 'skills']);
+    paths.skillsDir = await withHeldDir(
+      workspaceRoot,
+      [...base, 'skills'],
+      async (skills) => skills.path,
+    );
     for (const skill of content.skills)
       await copySkill(skill.dir, workspaceRoot, [...base, 'skills', skill.name], budget);
   }

@@ -378,6 +378,40 @@ describe('the engine process', () => {
     await s.close();
   });
 
+  test('a narrower turn never runs beside the process of a wider one, even when it will not dispose', async () => {
+    // The writing turn's process records itself, and then refuses to finish dispose(); the
+    // read-only turn that follows looks for it.
+    const dir = engineFolder(`
+      import { readFileSync, writeFileSync } from 'node:fs';
+      import { join } from 'node:path';
+      export class E {
+        async run(turn) {
+          const mark = join(turn.workspaceRoot, 'writer.pid');
+          if (turn.permissions.fileAccess === 'workspace-write') {
+            this.writer = true;
+            writeFileSync(mark, String(process.pid));
+            return;
+          }
+          const pid = Number(readFileSync(mark, 'utf8'));
+          let writerAlive = true;
+          try { process.kill(pid, 0); } catch { writerAlive = false; }
+          await turn.emitter.text(JSON.stringify({ writerAlive, same: pid === process.pid }));
+        }
+        async dispose() {
+          if (this.writer) await new Promise(() => {});
+        }
+      }`);
+    const rt = runtime();
+    const engine = await loadCustomEngine(dir, { pack, runtime: rt, killGraceMs: 1500 });
+    const s = wireSession(engine, rt);
+    const write = await s.run({ message: 'write', permissions: { fileAccess: 'write' } });
+    expect(write.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    const read = await s.run({ message: 'read', permissions: { fileAccess: 'read' } });
+    expect(read.outcome).toMatchObject({ type: 'result', stopReason: 'end_turn' });
+    expect(JSON.parse(textOf(read.events))).toEqual({ writerAlive: false, same: false });
+    await s.close();
+  });
+
   test('engine output is bounded: long lines are cut, a flood is dropped after the per-turn budget', async () => {
     const dir = engineFolder(`
       export class E {

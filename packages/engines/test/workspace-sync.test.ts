@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import {
   existsSync,
   linkSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -134,6 +136,55 @@ describe('workspaceSync never writes through a link and never outside the worksp
     expect(await syncWorkspace(workspace, sync, EMPTY_PACK_CONTENT)).toEqual({});
     expect(readdirSync(join(workspace, '.sdkstyle'))).toEqual([]);
   });
+});
+
+/**
+ * A confined engine process (alive between turns, with write access to its workspace) swapping
+ * a sync folder for a symlink and back, as fast as it can, while the host lays the pack's files:
+ * a real child process, racing the host's real file system calls.
+ */
+const SWAPPER = String.raw`
+const fs = require('node:fs');
+const [dir, outside] = process.argv.slice(1);
+const aside = dir + '.aside';
+for (;;) {
+  try { fs.renameSync(dir, aside); } catch { continue; }
+  try { fs.symlinkSync(outside, dir); } catch {}
+  for (let spin = 0; spin < 2000; spin += 1);
+  try { if (fs.lstatSync(dir).isSymbolicLink()) fs.unlinkSync(dir); } catch {}
+  try { fs.renameSync(aside, dir); } catch { fs.rmSync(aside, { recursive: true, force: true }); }
+}
+`;
+
+describe('workspaceSync holds the folders it checked (no swap between check and write)', () => {
+  test('a skill folder swapped for a symlink out of the workspace mid-sync receives nothing outside', async () => {
+    const workspace = tempDir();
+    const outside = tempDir();
+    const skill = join(tempDir(), 'race');
+    mkdirSync(skill);
+    for (let file = 0; file < 100; file += 1)
+      writeFileSync(join(skill, `f${String(file).padStart(3, '0')}.md`), `skill file ${file}\n`);
+    const raced = { ...EMPTY_PACK_CONTENT, skills: [{ name: 'race', dir: skill }] };
+    const target = join(workspace, '.sdkstyle', 'skills', 'race');
+    mkdirSync(target, { recursive: true });
+    const swapper = spawn(process.execPath, ['-e', SWAPPER, target, outside], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => swapper.once('spawn', resolve));
+      for (let attempt = 0; attempt < 100 && readdirSync(outside).length === 0; attempt += 1) {
+        // A refusal (the link seen, the folder gone) is a right answer too: what this checks is
+        // where files land.
+        await syncWorkspace(workspace, { ...sync, includeRules: false }, raced).catch(() => {});
+      }
+    } finally {
+      swapper.kill('SIGKILL');
+      await new Promise((resolve) => swapper.once('exit', resolve));
+    }
+    expect(readdirSync(outside)).toEqual([]);
+    // Without the swapper, the same sync lays every file where it belongs.
+    rmSync(join(workspace, '.sdkstyle'), { recursive: true, force: true });
+    await syncWorkspace(workspace, { ...sync, includeRules: false }, raced);
+    expect(readdirSync(target)).toHaveLength(100);
+  }, 60_000);
 });
 
 describe('empty folders are not pack content (pack-digest SPEC.md, rule 2)', () => {
