@@ -19,7 +19,12 @@ export type CliErrorCode =
   /** A private key file is missing, unsafe (readable by others), too large or not writable. */
   | 'ERR_CLI_KEY_FILE'
   /** A key or key id given to `pack sign` was refused. */
-  | 'ERR_CLI_SIGNING_KEY';
+  | 'ERR_CLI_SIGNING_KEY'
+  /**
+   * `run`: the sandbox child ended before it served the turn (its exit code is the document's;
+   * its own messages are on stderr): a refused signature (3–7), isolation unavailable (8)…
+   */
+  | 'ERR_CLI_SANDBOX_BOOT';
 
 /** A failure the CLI reports as it is, with the exit code it should end with. */
 export class CliError extends Error {

@@ -38,7 +38,7 @@ export function addTrustRootOptions(command: Command): Command {
     .addOption(
       new Option(
         '--pin <thumbprint>',
-        'trust only JWKS keys with this RFC 7638 thumbprint (repeatable)',
+        'trust only JWKS keys with this RFC 7638 thumbprint (repeatable; with --jwks or --lease-url, refused with local keys)',
       ).argParser((value: string, previous: string[] = []) => [...previous, value]),
     )
     .addOption(
@@ -52,19 +52,51 @@ export function addTrustRootOptions(command: Command): Command {
       `
 Trust root: the first of --keys, --jwks (with --pin), --lease-url, then the environment:
 PACKWARDEN_PACK_SIGNING_KEYS (inline keys), PACKWARDEN_PACK_JWKS_URL with
-PACKWARDEN_PACK_JWKS_PINS, PACKWARDEN_LEASE_URL. Each also answers to its AGENTHIPPO_* name.`,
+PACKWARDEN_PACK_JWKS_PINS, PACKWARDEN_LEASE_URL. Each also answers to its AGENTHIPPO_* name.
+--pin applies to a JWKS or the control plane: with local keys (--keys, PACKWARDEN_PACK_SIGNING_KEYS)
+it would be ignored, so it is refused (exit 2).`,
     );
 }
 
-/** Loads the trust root the flags and environment describe. Never throws for a failing source. */
+/**
+ * `--pin` narrows a remote key set (`--jwks`, `--lease-url` or their variables) to the pinned
+ * thumbprints; trust-root ignores pins for local keys (a keys file, `PACKWARDEN_PACK_SIGNING_KEYS`)
+ * with a warning only. Every local key would then be trusted while the command line reads as
+ * pinned: a key added to a keys file the pins were meant to guard, or a signing-keys variable the
+ * environment added over the JWKS URL the pins were written for, would decide alone. Refused
+ * (exit 2, `ERR_CLI_TRUST_CONFIG`), like every trust flag that would check nothing.
+ */
+function refuseIgnoredPins(flags: TrustFlags, root: PackTrustRoot): void {
+  if ((flags.pin?.length ?? 0) === 0) return;
+  const { kind, path, variable } = root.source;
+  if (kind !== 'keys-file' && kind !== 'inline' && kind !== 'env') return;
+  const keys =
+    kind === 'keys-file'
+      ? `the keys file ${path ?? ''}`
+      : kind === 'env'
+        ? `the keys in ${variable ?? 'the environment'}`
+        : 'inline keys';
+  throw new CliError(
+    `--pin applies to a JWKS URL or the control plane only, and the trust root in use is ${keys}: the pins would be ignored and every key there trusted`,
+    EXIT.usage,
+    'pin the keys of a JWKS with --jwks URL --pin THUMBPRINT (or --lease-url), or leave --pin out and keep only the keys you trust in the keys file',
+    { code: 'ERR_CLI_TRUST_CONFIG' },
+  );
+}
+
+/**
+ * Loads the trust root the flags and environment describe. Never throws for a failing source;
+ * throws `ERR_CLI_TRUST_CONFIG` when `--pin` is given and the keys in use are local
+ * (`refuseIgnoredPins`).
+ */
 export async function loadTrustRootFromFlags(
   io: CliIo,
   flags: TrustFlags,
   overrides: { cacheDir?: string | false } = {},
-) {
+): Promise<PackTrustRoot> {
   const { loadPackTrustRoot } = await import('@packwarden/trust-root');
   const { resolve } = await import('node:path');
-  return loadPackTrustRoot({
+  const root = await loadPackTrustRoot({
     env: io.env,
     ...(flags.keys === undefined ? {} : { keysFile: resolve(io.cwd, flags.keys) }),
     ...(flags.jwks === undefined ? {} : { jwksUrl: flags.jwks }),
@@ -72,6 +104,8 @@ export async function loadTrustRootFromFlags(
     ...(flags.leaseUrl === undefined ? {} : { leaseUrl: flags.leaseUrl }),
     ...overrides,
   });
+  refuseIgnoredPins(flags, root);
+  return root;
 }
 
 /**

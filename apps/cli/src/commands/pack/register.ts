@@ -171,7 +171,10 @@ file to "pack verify --keys release.keys.json".`,
         'with several packs or --all: an unsigned pack fails too (also PACKWARDEN_REQUIRE_SIGNED_PACK=1)',
       )
       .option('--installed', 'with --lock FILE: report installed packs whose content drifted')
-      .option('--lock <file>', 'the lockfile --installed compares with (required with --installed)')
+      .option(
+        '--lock <file>',
+        'the lockfile --installed compares with (required with --installed, refused without it)',
+      )
       .option('--json', 'print a JSON document'),
   ).addHelpText(
     'after',
@@ -183,7 +186,7 @@ With several packs or --all: 0 when none failed, else the code of the first fail
 --all on a folder holding no pack fails (1).
 --installed --lock FILE checks content against the lock, no signature: packs, --all,
 --require-signed and trust-root flags beside it are refused, and PACKWARDEN_REQUIRE_SIGNED_PACK
-does not apply to it.`,
+does not apply to it. --lock without --installed is refused: nothing else reads the lock.`,
   );
   addExamples(verify, [
     'packwarden pack verify ./my-pack --jwks https://example.com/.well-known/jwks.json --pin S9FC_5c2n3eZEAD1bQ_46jn24OADyXq0kITicUEUpgs',

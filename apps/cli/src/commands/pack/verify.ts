@@ -18,6 +18,8 @@ export interface VerifyFlags extends TrustFlags {
   all?: string;
   requireSigned?: boolean;
   json?: boolean;
+  /** Read by `--installed` only (verify-installed.ts); refused here rather than ignored. */
+  lock?: string;
 }
 
 interface PackOutcome extends PackBatchOutcome {
@@ -90,6 +92,16 @@ async function packFolders(io: CliIo, dir: string): Promise<string[]> {
  * only with --require-signed.
  */
 export async function packVerify(io: CliIo, refs: string[], flags: VerifyFlags): Promise<number> {
+  // Only --installed compares anything with a lockfile. Without it the lock would be dropped, and
+  // a step written to catch drift from the lock would pass on signatures alone (in a batch, on
+  // unsigned packs too): refused, as --installed refuses the flags it would ignore.
+  if (flags.lock !== undefined) {
+    throw new CliError(
+      `--lock ${flags.lock} is read only with --installed: pack verify <packs…> | --all DIR checks signatures and would not compare anything with the lock`,
+      EXIT.usage,
+      'add --installed to compare installed packs with the lock (pack verify --installed --lock FILE), and check signatures in a step of its own',
+    );
+  }
   if (flags.all === undefined && refs.length === 0) {
     throw new CliError('name at least one pack, or --all DIR', EXIT.usage);
   }

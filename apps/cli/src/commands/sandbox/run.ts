@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { readPackwardenEnv } from '@packwarden/pack-manifest';
 import type { QuestionAnswer, QuestionFrame } from '@packwarden/runner-host';
+import { PACK_VERIFICATION_EXIT_CODES } from '@packwarden/pack-signature';
 import { runInSandbox } from '@packwarden/sandbox';
 import { CliError, EXIT } from '../../errors.js';
 import { terminalSafe, type CliIo } from '../../io.js';
@@ -11,6 +12,7 @@ import { resolvePackArgument } from '../../shared/pack-argument.js';
 import { refuseUncheckedTrustFlags, requireSignedFrom } from '../../shared/trust.js';
 import { VERSION } from '../../version.js';
 import { isolationMode, modelTokenFrom } from './flags.js';
+import { EXIT_ISOLATION_UNAVAILABLE } from './serve.js';
 import type { RunFlags } from './flags.js';
 import { humanRenderer, jsonRenderer, type TurnRenderer } from './run-render.js';
 
@@ -37,6 +39,16 @@ function trustArgs(flags: RunFlags, cwd: string): string[] {
   for (const pin of flags.pin ?? []) args.push('--pin', pin);
   if (flags.leaseUrl !== undefined) args.push('--lease-url', flags.leaseUrl);
   return args;
+}
+
+/** What a sandbox exit code of 3–7 or 8 means (`packwarden sandbox --help`), for the error document. */
+function refusedKind(exitCode: number): string {
+  if (exitCode === EXIT_ISOLATION_UNAVAILABLE)
+    return ': isolation is required and cannot be enforced';
+  const kind = Object.entries(PACK_VERIFICATION_EXIT_CODES).find(
+    ([, code]) => code === exitCode && code > EXIT.usage,
+  )?.[0];
+  return kind === undefined ? '' : `: the pack's signature was refused (${kind})`;
 }
 
 /**
@@ -138,8 +150,17 @@ export async function runPack(
         return answer;
       },
     });
-    // The sandbox did not boot; its stderr (forwarded above) says why.
-    if (result.outcome === undefined) return result.sandboxExitCode;
+    // The sandbox did not boot; its stderr (forwarded above) says why. Under --json stdout still
+    // ends with the error document every failure prints, its exit code the sandbox's.
+    if (result.outcome === undefined) {
+      if (flags.json !== true) return result.sandboxExitCode;
+      throw new CliError(
+        `the sandbox ended with exit code ${result.sandboxExitCode} before it served the turn${refusedKind(result.sandboxExitCode)}`,
+        result.sandboxExitCode,
+        'the sandbox says why on stderr (lines starting "packwarden")',
+        { code: 'ERR_CLI_SANDBOX_BOOT' },
+      );
+    }
     render?.end(result.outcome, result.workspace);
     if (result.outcome.type === 'failed') return EXIT.failure;
     return result.outcome.stopReason === 'end_turn' ? EXIT.ok : EXIT_CANCELLED;
