@@ -100,6 +100,25 @@ describe('the GitHub Action', () => {
     expect(lenient.stdout).toMatch(/^::warning file=.*unsigned\/agent\.yaml/m);
   });
 
+  test('a pack signed by a key the fleet does not trust is named by its folder, never by the identity it claims', async () => {
+    const { dir, fleet, keysFile } = await fleetWithKey();
+    const otherKey = join(dir, 'other.pem');
+    expect((await cli(['pack', 'keygen', '--kid', 'intruder', '-o', otherKey])).code).toBe(0);
+    const intruder = copyOfExample();
+    expect(
+      (await cli(['pack', 'sign', intruder, '--key', otherKey, '--kid', 'intruder'])).code,
+    ).toBe(0);
+    cpSync(intruder, join(fleet, 'intruder'), { recursive: true });
+    const result = runAction(dir, { INPUT_PACKS_DIR: fleet, INPUT_KEYS: keysFile });
+    expect(result.status).toBe(4);
+    const annotation = result.stdout.split('\n').find((line) => line.includes('intruder/pack.sig'));
+    expect(annotation).toMatch(/^::error file=.*intruder\/pack\.sig,title=untrusted-key%3A /);
+    // What the pack says it is, no signature the fleet trusts vouches for: the CLI shows `-`.
+    expect(annotation).not.toContain('hello-pack@0.1.0');
+    expect(result.summary).toMatch(/\| ❌ untrusted-key \| [^|]*intruder \|/);
+    expect(result.summary).toContain('| ✅ verified | hello-pack@0.1.0 |');
+  });
+
   test('a bad input is refused before anything runs', async () => {
     const { dir, fleet, keysFile } = await fleetWithKey();
     const result = runAction(dir, {
