@@ -295,7 +295,11 @@ describe('listInstalledPacks', () => {
     const agents = join(cwd, '.packwarden', 'agents');
     writePack(join(agents, 'code-reviewer'), 'code-reviewer', '6.6.6');
     const env = { PACKWARDEN_HOME: home };
-    let outcome: { source?: string; code?: string; file?: string };
+    let outcome: {
+      source?: string | undefined;
+      code?: string | undefined;
+      file?: string | undefined;
+    };
     if (process.getuid?.() !== 0) {
       chmodSync(agents, 0o311);
       try {
