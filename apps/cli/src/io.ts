@@ -1,4 +1,35 @@
-export { terminalSafe, type TerminalSafeOptions } from '@packwarden/pack-manifest/resolve';
+import {
+  terminalSafe as escapeControls,
+  type TerminalSafeOptions,
+} from '@packwarden/pack-manifest/resolve';
+
+export type { TerminalSafeOptions };
+
+/**
+ * Whether the CLI runs as a GitHub Actions step (`GITHUB_ACTIONS=true` in its environment, set
+ * by the runner; `run` sets it from `io.env`): the runner reads workflow commands from every line
+ * the step prints, the legacy `##[command]` anywhere in a line.
+ */
+let inWorkflow = false;
+
+/** Set by `run` from the command's environment (`io.env.GITHUB_ACTIONS === 'true'`). */
+export function setWorkflowOutput(on: boolean): void {
+  inWorkflow = on;
+}
+
+/**
+ * `terminalSafe` of `@packwarden/pack-manifest` (controls and bidi characters shown as visible
+ * escapes) for the CLI's human-readable output; and in a GitHub Actions step every `[` of the
+ * value as `\x5b` too, so that no value (a folder a pull request named `x##[add-mask]verified`,
+ * a pack's message) can form a legacy `##[command]`, which the runner finds anywhere in a line
+ * and may match across characters its comparison ignores (action/report.mjs escapes `[` for the
+ * same reason). `::command::` needs the start of a line, which no value begins. `--json` output
+ * never goes through this.
+ */
+export function terminalSafe(text: string, options: TerminalSafeOptions = {}): string {
+  const safe = escapeControls(text, options);
+  return inWorkflow ? safe.replace(/\[/g, '\\x5b') : safe;
+}
 
 /** An output stream as the CLI uses it; `hasColors` is Node's `tty.WriteStream#hasColors`. */
 export interface CliOutput {

@@ -9,7 +9,7 @@ import { registerTrustCommands } from './commands/trust/register.js';
 import type { CommandContext, RunState } from './context.js';
 import { describeError, EXIT } from './errors.js';
 import { addExamples, helpConfiguration } from './help.js';
-import { JSON_SCHEMA_VERSION, terminalSafe, type CliIo } from './io.js';
+import { JSON_SCHEMA_VERSION, setWorkflowOutput, terminalSafe, type CliIo } from './io.js';
 import { VERSION } from './version.js';
 
 export type { RunState } from './context.js';
@@ -88,6 +88,7 @@ function printJsonError(
 
 /** Runs the CLI on `argv` (without `node` and the script) and returns the exit code. */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  setWorkflowOutput(io.env.GITHUB_ACTIONS === 'true');
   const state: RunState = { exitCode: EXIT.ok };
   const program = createProgram(io, state);
   const json = wantsJson(argv);
