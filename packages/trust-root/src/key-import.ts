@@ -175,12 +175,23 @@ export function importPem(kid: string, pem: unknown, metadata: unknown = {}): Ke
  */
 export function revokedByPem(failed: KeyImport & { ok: false }, pem: unknown): KeyImport {
   return withRevocation(failed, () => {
-    const match = typeof pem === 'string' ? PEM.exec(pem.trim()) : null;
-    if (match === null || match[1] === undefined) return undefined;
-    const der = Buffer.from(match[1].replace(/[\r\n]/g, ''), 'base64');
-    return createPublicKey({ key: der, format: 'der', type: 'spki' });
+    const body = typeof pem === 'string' ? pemBody(pem.trim()) : undefined;
+    return body === undefined ? undefined : spkiKey(body);
   });
 }
+
+/** The base64 body of one `-----BEGIN PUBLIC KEY-----` block, or `undefined`. */
+function pemBody(text: string): string | undefined {
+  return PEM.exec(text)?.[1]?.replace(/[\r\n]/g, '');
+}
+
+/** The public key of an SPKI body (throws when it is none). */
+function spkiKey(body: string): KeyObject {
+  return createPublicKey({ key: Buffer.from(body, 'base64'), format: 'der', type: 'spki' });
+}
+
+const isP256 = (key: KeyObject): boolean =>
+  key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
 
 /**
  * Whether an entry states a revocation: any `revoked` member but `false`. A revocation the source
@@ -205,13 +216,7 @@ function withRevocation(
   } catch {
     return failed;
   }
-  if (
-    key === undefined ||
-    key.asymmetricKeyType !== 'ec' ||
-    key.asymmetricKeyDetails?.namedCurve !== 'prime256v1'
-  ) {
-    return failed;
-  }
+  if (key === undefined || !isP256(key)) return failed;
   const { x, y } = key.export({ format: 'jwk' });
   if (typeof x !== 'string' || typeof y !== 'string') return failed;
   return { ...failed, revokes: ecThumbprint({ crv: 'P-256', x, y }) };
@@ -236,8 +241,8 @@ function importPemEntry(kid: string, pem: unknown, metadata: unknown): KeyImport
       message: `${label} is a private key; only public keys belong in a trust root`,
     };
   }
-  const match = PEM.exec(text);
-  if (match === null || match[1] === undefined) {
+  const body = pemBody(text);
+  if (body === undefined) {
     return {
       ok: false,
       kid,
@@ -256,8 +261,7 @@ function importPemEntry(kid: string, pem: unknown, metadata: unknown): KeyImport
   }
   let key: KeyObject;
   try {
-    const der = Buffer.from(match[1].replace(/[\r\n]/g, ''), 'base64');
-    key = createPublicKey({ key: der, format: 'der', type: 'spki' });
+    key = spkiKey(body);
   } catch {
     return {
       ok: false,
@@ -266,7 +270,7 @@ function importPemEntry(kid: string, pem: unknown, metadata: unknown): KeyImport
       message: `${label} is not a valid SPKI public key`,
     };
   }
-  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+  if (!isP256(key)) {
     return {
       ok: false,
       kid,
