@@ -17,30 +17,13 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRolloutTail, refusedCalls, ROLLOUT_LIMITS } from '../src/codex-rollout.js';
-import { cleanTemps, tempDir } from './helpers.js';
-
-const THREAD = '0199a0b1-0000-7000-8000-000000000001';
-
-/** A rollout whose last turn holds one call codex answered itself. */
-const ROLLOUT = [
-  { type: 'event_msg', payload: { type: 'task_started', turn_id: 't1' } },
-  {
-    type: 'response_item',
-    payload: {
-      type: 'function_call',
-      call_id: 'call-1',
-      name: 'shell',
-      arguments: '{"command":["cat","/etc/shadow"]}',
-      turn_id: 't1',
-    },
-  },
-  {
-    type: 'response_item',
-    payload: { type: 'function_call_output', call_id: 'call-1', output: 'refused', turn_id: 't1' },
-  },
-]
-  .map((record) => JSON.stringify(record))
-  .join('\n');
+import {
+  cleanTemps,
+  CODEX_ROLLOUT as ROLLOUT,
+  CODEX_THREAD as THREAD,
+  codexRolloutFolder as rolloutFolder,
+  tempDir,
+} from './helpers.js';
 
 /** The host file a swapped-in link points at: a rollout naming a call that never happened. */
 const HOST_FILE = ROLLOUT.replaceAll('call-1', 'host-secret');
@@ -72,13 +55,6 @@ function within<T>(ms: number, promise: Promise<T>): Promise<T> {
       setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms),
     ),
   ]);
-}
-
-function rolloutFolder(): { home: string; file: string } {
-  const home = tempDir();
-  const day = join(home, 'sessions', '2026', '12', '02');
-  mkdirSync(day, { recursive: true });
-  return { home, file: join(day, `rollout-2026-12-02T07-00-00-${THREAD}.jsonl`) };
 }
 
 function hostFile(): string {

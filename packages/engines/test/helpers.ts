@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -111,4 +111,35 @@ export async function waitUntil(check: () => boolean, timeoutMs = 3000): Promise
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return check();
+}
+
+/** A codex thread id, and a rollout whose last turn holds one call codex answered itself. */
+export const CODEX_THREAD = '0199a0b1-0000-7000-8000-000000000001';
+
+export const CODEX_ROLLOUT = [
+  { type: 'event_msg', payload: { type: 'task_started', turn_id: 't1' } },
+  {
+    type: 'response_item',
+    payload: {
+      type: 'function_call',
+      call_id: 'call-1',
+      name: 'shell',
+      arguments: '{"command":["cat","/etc/shadow"]}',
+      turn_id: 't1',
+    },
+  },
+  {
+    type: 'response_item',
+    payload: { type: 'function_call_output', call_id: 'call-1', output: 'refused', turn_id: 't1' },
+  },
+]
+  .map((record) => JSON.stringify(record))
+  .join('\n');
+
+/** `$CODEX_HOME` with a day folder under `sessions/`, and where the thread's rollout goes. */
+export function codexRolloutFolder(): { home: string; file: string } {
+  const home = tempDir();
+  const day = join(home, 'sessions', '2026', '12', '02');
+  mkdirSync(day, { recursive: true });
+  return { home, file: join(day, `rollout-2026-12-02T07-00-00-${CODEX_THREAD}.jsonl`) };
 }

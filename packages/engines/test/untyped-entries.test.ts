@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { refusedCalls } from '../src/codex-rollout.js';
 import { holdsContent } from '../src/pack-content.js';
-import { cleanTemps, tempDir } from './helpers.js';
+import { cleanTemps, CODEX_ROLLOUT, CODEX_THREAD, codexRolloutFolder, tempDir } from './helpers.js';
 
 const untyped = vi.hoisted(() => ({ on: false, made: 0 }));
 vi.mock('node:fs', async (actual) =>
@@ -40,43 +40,27 @@ describe('holdsContent without entry types from readdir', () => {
 });
 
 describe("codex's session rollout without entry types from readdir", () => {
-  const thread = '0199a0b1-0000-7000-8000-000000000001';
-  const rollout = [
-    { type: 'event_msg', payload: { type: 'task_started', turn_id: 't1' } },
-    {
-      type: 'response_item',
-      payload: {
-        type: 'function_call',
-        call_id: 'c1',
-        name: 'shell',
-        arguments: '{}',
-        turn_id: 't1',
-      },
-    },
-    {
-      type: 'response_item',
-      payload: { type: 'function_call_output', call_id: 'c1', output: 'no', turn_id: 't1' },
-    },
-  ]
-    .map((record) => JSON.stringify(record))
-    .join('\n');
-
   test('the rollout is found under sessions/YYYY/MM/DD, and a linked folder is not followed', async () => {
-    const home = tempDir();
-    const day = join(home, 'sessions', '2026', '12', '02');
-    mkdirSync(day, { recursive: true });
-    writeFileSync(join(day, `rollout-2026-12-02T07-00-00-${thread}.jsonl`), `${rollout}\n`);
+    const { home, file } = codexRolloutFolder();
+    writeFileSync(file, `${CODEX_ROLLOUT}\n`);
     const linked = tempDir();
     const away = join(linked, 'sessions', '2026');
     mkdirSync(away, { recursive: true });
     symlinkSync(join(home, 'sessions', '2026', '12'), join(away, '12'));
-    const expected = [{ callId: 'c1', name: 'shell', input: {}, output: 'no' }];
-    expect(await refusedCalls(home, thread)).toEqual(expected);
-    expect(await refusedCalls(linked, thread)).toBeUndefined();
+    const expected = [
+      {
+        callId: 'call-1',
+        name: 'shell',
+        input: { command: ['cat', '/etc/shadow'] },
+        output: 'refused',
+      },
+    ];
+    expect(await refusedCalls(home, CODEX_THREAD)).toEqual(expected);
+    expect(await refusedCalls(linked, CODEX_THREAD)).toBeUndefined();
     untyped.on = true;
     untyped.made = 0;
-    expect(await refusedCalls(home, thread)).toEqual(expected);
+    expect(await refusedCalls(home, CODEX_THREAD)).toEqual(expected);
     expect(untyped.made).toBeGreaterThanOrEqual(4);
-    expect(await refusedCalls(linked, thread)).toBeUndefined();
+    expect(await refusedCalls(linked, CODEX_THREAD)).toBeUndefined();
   });
 });
